@@ -1,0 +1,53 @@
+# The two commands the README shows: `make book` and `make test`. Both set everything up first.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+BOOK := _build/html/index.html
+# 2 workers for the unit tests and nbval (CI's machines have 2 cores)
+JOBS ?= 2
+
+.PHONY: help setup assets book test unit notebooks lint browser lab clean
+help:
+	@echo "make book   build the HTML book (all notebooks executed) into _build/html"
+	@echo "make test   unit tests, nbval over every notebook, the book build and a headless-browser test"
+	@echo "make lab    open JupyterLab on the chapters"
+	@echo "make clean  remove build outputs (keeps .venv)"
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $@
+
+setup: $(STAMP)
+
+assets:
+	bash scripts/offline_assets.sh
+
+book: setup assets
+	$(BIN)/jupyter-book build . -W -n --keep-going
+	@echo "The book is at $(abspath $(BOOK)) (open it in a browser, or: $(BIN)/python -m http.server -d _build/html)"
+
+lint: setup
+	$(BIN)/ruff check mha tests benchmarks scripts
+
+unit: setup
+	$(BIN)/python -m pytest tests --ignore=tests/browser -n $(JOBS) -q
+
+notebooks: setup
+	$(BIN)/python -m pytest --nbval-lax --nbval-current-env -n $(JOBS) --dist loadfile -v -p no:cacheprovider chapters
+
+browser: setup
+	$(BIN)/python -m pytest tests/browser -v -p no:cacheprovider
+
+test: lint unit notebooks book browser
+	@echo "make test: all checks passed"
+
+lab: setup
+	$(BIN)/jupyter lab chapters
+
+clean:
+	rm -rf _build _static_offline .pytest_cache .hypothesis

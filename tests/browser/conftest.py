@@ -1,0 +1,65 @@
+"""Serve the built book on localhost and drive it with Debian's Chromium through Playwright.
+
+Runs after `make book` (``make test`` does both). Without Chromium the tests skip with a message,
+except in CI (CI=true), where a missing browser or a missing build is a failure.
+"""
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HTML = ROOT / "_build" / "html"
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+CHROMIUM_FLAGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+]
+
+
+def chromium_path() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _unavailable(reason: str):
+    if IN_CI:
+        pytest.fail(f"{reason} (CI=true: the browser test must run in CI)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def book_url():
+    if not (HTML / "index.html").exists():
+        _unavailable(f"no built book at {HTML}: run `make book` first")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(HTML)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    executable = chromium_path()
+    if executable is None:
+        _unavailable("Chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()

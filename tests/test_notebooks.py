@@ -1,0 +1,109 @@
+"""The chapters are sources: committed without outputs, with a python3 kernelspec, normalised, and
+each following the chapter template (set-up cell first, exercises with solutions, summary, references).
+"""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "chapters").glob("*.ipynb"))
+SETUP_CELL = '''# Set-up: on Colab or Binder, install the book's `mha` package (only the package, so Colab keeps its own torch).
+import importlib.util
+
+if importlib.util.find_spec("mha") is None:
+    %pip install --quiet "mha @ git+{url}"'''
+
+
+def repository_url() -> str:
+    """The repository URL, read from _config.yml (the one place it is set)."""
+    config = (ROOT / "_config.yml").read_text()
+    match = re.search(r"^repository:\s*\n\s+url:\s*(\S+)", config, re.MULTILINE)
+    assert match, "_config.yml has no repository.url"
+    return match.group(1)
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def test_there_are_chapters():
+    assert len(NOTEBOOKS) >= 1, "no notebooks found in chapters/"
+
+
+def test_every_notebook_is_in_the_toc():
+    toc = (ROOT / "_toc.yml").read_text()
+    missing = [nb.stem for nb in NOTEBOOKS if f"chapters/{nb.stem}" not in toc]
+    assert not missing, f"notebooks missing from _toc.yml: {missing}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_without_outputs(path):
+    nb = load(path)
+    dirty = [
+        i for i, c in enumerate(nb["cells"])
+        if c["cell_type"] == "code" and (c.get("outputs") or c.get("execution_count") is not None)
+    ]
+    assert not dirty, f"{path.name}: code cells {dirty} carry outputs or execution counts"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_python3_kernelspec(path):
+    kernelspec = load(path)["metadata"].get("kernelspec", {})
+    assert kernelspec.get("name") == "python3", f"{path.name}: kernelspec is {kernelspec!r}"
+    assert kernelspec.get("language") == "python"
+
+
+def test_notebooks_are_normalised():
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "normalize_notebooks.py"), "--check", *map(str, NOTEBOOKS)],
+        capture_output=True, text=True,
+    )
+    assert run.returncode == 0, "run scripts/normalize_notebooks.py:\n" + run.stdout
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_first_code_cell_is_the_setup_cell(path):
+    cells = load(path)["cells"]
+    first_code = next(c for c in cells if c["cell_type"] == "code")
+    assert source(first_code) == SETUP_CELL.format(url=repository_url()), (
+        f"{path.name}: the first code cell must be the set-up cell, installing from the URL in _config.yml"
+    )
+    assert "remove-cell" in first_code["metadata"].get("tags", [])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_follows_the_chapter_template(path):
+    cells = load(path)["cells"]
+    markdown = "\n".join(source(c) for c in cells if c["cell_type"] == "markdown")
+    code = "\n".join(source(c) for c in cells if c["cell_type"] == "code")
+    assert markdown.lstrip().startswith("# "), f"{path.name}: must open with a '# Title' cell"
+    exercises = re.findall(r"```\{exercise\}", markdown)
+    assert len(exercises) >= 3, f"{path.name}: {len(exercises)} exercises, the template asks for 3"
+    labels = re.findall(r"```\{exercise\}[^\n]*\n:label: (\S+)", markdown)
+    solved = set(re.findall(r"```\{solution(?:-start)?\} (\S+)", markdown))
+    assert len(labels) == len(exercises), f"{path.name}: every exercise needs a :label:"
+    assert set(labels) <= solved, f"{path.name}: exercises without solutions: {set(labels) - solved}"
+    assert markdown.count("{solution-start}") == markdown.count("{solution-end}")
+    assert ":class: dropdown" in markdown, f"{path.name}: solutions are hidden (dropdown)"
+    assert "mha.exercises.check(" in code, f"{path.name}: one exercise is checked by mha.exercises"
+    assert "## Summary" in markdown and "## References" in markdown
+    assert "{bibliography}" in markdown
+
+
+def test_exercise_labels_are_unique_across_the_book():
+    labels = []
+    for path in NOTEBOOKS:
+        for cell in load(path)["cells"]:
+            if cell["cell_type"] == "markdown":
+                labels += re.findall(r"```\{exercise\}[^\n]*\n:label: (\S+)", source(cell))
+    duplicates = {label for label in labels if labels.count(label) > 1}
+    assert not duplicates, f"exercise labels used twice: {duplicates}"
