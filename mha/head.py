@@ -1,0 +1,54 @@
+"""One attention head, in the three forms the book builds up.
+
+Shape legend: B batch, L length, D d_model, Dh d_head (see ``mha.functional``).
+
+``variant="shared"``  scores (x W)(x W)^T / sqrt(Dh), values x itself: output (B, L, D)
+``variant="qk"``      scores (x W^Q)(x W^K)^T / sqrt(Dh), values x itself: output (B, L, D)
+``variant="qkv"``     scores (x W^Q)(x W^K)^T / sqrt(Dh), values x W^V: output (B, L, Dh)
+"""
+
+from torch import nn
+
+from . import _checks
+from .functional import scaled_dot_product_attention
+
+__all__ = ["AttentionHead"]
+
+VARIANTS = ("shared", "qk", "qkv")
+
+
+class AttentionHead(nn.Module):
+    """One head of self-attention: forward(x (B, L, D), mask=None) with a bool mask broadcastable
+    to (B, L, L), True = may attend, returns (output (B, L, Dh) or (B, L, D), weights (B, L, L)).
+
+    Projections are bias-free ``nn.Linear`` attributes: ``W`` for "shared", ``W_q`` and ``W_k``
+    for "qk", and ``W_q``, ``W_k``, ``W_v`` for "qkv".
+    """
+
+    def __init__(self, d_model, d_head, *, variant="qkv"):
+        super().__init__()
+        _checks.check_positive_int("d_model", d_model)
+        _checks.check_positive_int("d_head", d_head)
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}; got {variant!r}")
+        self.d_model, self.d_head, self.variant = d_model, d_head, variant
+        if variant == "shared":
+            self.W = nn.Linear(d_model, d_head, bias=False)
+        else:
+            self.W_q = nn.Linear(d_model, d_head, bias=False)
+            self.W_k = nn.Linear(d_model, d_head, bias=False)
+        if variant == "qkv":
+            self.W_v = nn.Linear(d_model, d_head, bias=False)
+
+    def forward(self, x, *, mask=None):
+        """x (B, L, D), mask bool broadcastable to (B, L, L) -> (output, weights (B, L, L))."""
+        _checks.check_features("x", x, self.d_model, "d_model")
+        if self.variant == "shared":
+            q = k = self.W(x)  # (B, L, D) -> (B, L, Dh)
+        else:
+            q, k = self.W_q(x), self.W_k(x)  # (B, L, D) -> (B, L, Dh)
+        v = self.W_v(x) if self.variant == "qkv" else x  # (B, L, Dh) or (B, L, D)
+        return scaled_dot_product_attention(q, k, v, mask)
+
+    def extra_repr(self):
+        return f"d_model={self.d_model}, d_head={self.d_head}, variant={self.variant!r}"

@@ -1,0 +1,50 @@
+"""Multi-head attention as a loop over separate heads: the readable version of the layer.
+
+Shape legend: B batch, H heads, L length, D d_model, Dh d_head = D / H (see ``mha.functional``).
+"""
+
+import torch
+from torch import nn
+
+from . import _checks
+from .head import AttentionHead
+from .layer import MultiHeadAttention
+from .masks import causal_mask
+
+__all__ = ["MultiHeadAttentionLoop"]
+
+
+class MultiHeadAttentionLoop(nn.Module):
+    """H independent ``AttentionHead``s ("qkv"), their outputs concatenated, then ``W_o``.
+
+    forward(x (B, L, D), mask=None, is_causal=False) with a bool mask broadcastable to (B, L, L)
+    returns (output (B, L, D), weights (B, H, L, L)).
+    """
+
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        _checks.check_layer_args(d_model, num_heads, num_heads, None, None, 0.0)
+        self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads
+        self.heads = nn.ModuleList(AttentionHead(d_model, self.d_head) for _ in range(num_heads))
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, *, mask=None, is_causal=False):
+        """x (B, L, D) -> (output (B, L, D), weights (B, H, L, L)); every head gets ``mask``."""
+        _checks.check_features("x", x, self.d_model, "d_model")
+        if is_causal:
+            causal = causal_mask(x.size(1), device=x.device)  # (L, L)
+            mask = causal if mask is None else mask & causal
+        outputs, weights = zip(*(head(x, mask=mask) for head in self.heads))
+        out = torch.cat(outputs, dim=-1)  # H x (B, L, Dh) -> (B, L, D)
+        return self.W_o(out), torch.stack(weights, dim=1)  # H x (B, L, L) -> (B, H, L, L)
+
+    def to_batched(self):
+        """A ``MultiHeadAttention`` holding the same weights: W_q is the heads' W_q stacked."""
+        w = self.W_o.weight
+        layer = MultiHeadAttention(self.d_model, self.num_heads, device=w.device, dtype=w.dtype)
+        with torch.no_grad():
+            for name in ("W_q", "W_k", "W_v"):
+                stacked = torch.cat([getattr(h, name).weight for h in self.heads])  # H x (Dh, D)
+                getattr(layer, name).weight.copy_(stacked)  # -> (H*Dh, D): head h at rows h*Dh..
+            layer.W_o.weight.copy_(w)
+        return layer.train(self.training)

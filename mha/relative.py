@@ -1,0 +1,77 @@
+"""Multi-head attention with relative position representations (Shaw, Uszkoreit & Vaswani, 2018).
+
+Shape legend: B batch, H heads, Lq/Lk query/key lengths, D d_model, Dh d_head, R = 2K + 1
+relative distances where K = max_relative_position (see ``mha.functional``).
+
+Query i and key j are d = clip(j - i, -K, K) apart. Two learned tables of shape (R, Dh), shared
+by all heads, give a^K_ij and a^V_ij for that distance, and (eq. 3-5 of the paper)
+
+    e_ij = q_i . (k_j + a^K_ij) / sqrt(Dh),    z_i = sum_j softmax_j(e_ij) (v_j + a^V_ij).
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import _checks
+from .functional import _softmax_allowed
+from .layer import MultiHeadAttention, _repeat_kv
+from .masks import causal_mask
+
+__all__ = ["RelativeMultiHeadAttention", "relative_positions"]
+
+
+def relative_positions(num_queries, num_keys, max_relative_position, device=None):
+    """(Lq, Lk) indices into the tables: clip(j - i, -K, K) + K, in 0..2K."""
+    i = torch.arange(num_queries, device=device)[:, None]  # (Lq, 1)
+    j = torch.arange(num_keys, device=device)[None, :]  # (1, Lk)
+    K = max_relative_position
+    return (j - i).clamp(-K, K) + K  # (Lq, Lk)
+
+
+class RelativeMultiHeadAttention(MultiHeadAttention):
+    """``MultiHeadAttention`` plus Shaw et al.'s relative position tables ``relative_key`` and
+    ``relative_value`` (``nn.Embedding`` with weights (2 * max_relative_position + 1, d_head)).
+
+    Same arguments and forward as ``MultiHeadAttention`` (masks, valid_lens, is_causal,
+    head_mask, GQA, kdim/vdim). The relative terms need the weights, so it always takes the
+    explicit path. With both tables at zero it computes exactly what ``MultiHeadAttention`` does.
+    """
+
+    def __init__(self, d_model, num_heads, *, max_relative_position=16, **kwargs):
+        super().__init__(d_model, num_heads, **kwargs)
+        if isinstance(max_relative_position, bool) or not isinstance(max_relative_position, int):
+            raise TypeError(f"max_relative_position must be an int; got {max_relative_position!r}")
+        if max_relative_position < 0:
+            raise ValueError(f"max_relative_position must be >= 0; got {max_relative_position}")
+        self.max_relative_position = max_relative_position
+        w = self.W_q.weight
+        kw = {"device": w.device, "dtype": w.dtype}
+        self.relative_key = nn.Embedding(2 * max_relative_position + 1, self.d_head, **kw)
+        self.relative_value = nn.Embedding(2 * max_relative_position + 1, self.d_head, **kw)
+        nn.init.normal_(self.relative_key.weight, std=0.02)
+        nn.init.normal_(self.relative_value.weight, std=0.02)
+
+    def _attend(self, q, k, v, allowed, causal, need_weights):
+        (Lq, Dh), Lk = q.shape[-2:], k.size(-2)
+        if causal:
+            allowed = causal_mask(Lq, Lk, device=q.device)  # (Lq, Lk)
+        if allowed is not None:
+            _checks.check_bool_mask(allowed, (*q.shape[:2], Lq, Lk), "(B, H, Lq, Lk)")
+        k, v = _repeat_kv(k, self.num_heads), _repeat_kv(v, self.num_heads)  # (B, H, Lk, Dh)
+        index = relative_positions(Lq, Lk, self.max_relative_position, q.device)  # (Lq, Lk)
+        a_k, a_v = self.relative_key(index), self.relative_value(index)  # (Lq, Lk, Dh) each
+        q = q * (1.0 / math.sqrt(Dh))
+        scores = q @ k.transpose(-2, -1)  # (B, H, Lq, Dh) @ (B, H, Dh, Lk) -> (B, H, Lq, Lk)
+        scores = scores + torch.einsum("bhqd,qkd->bhqk", q, a_k)  # q_i . a^K_ij
+        weights = _softmax_allowed(scores, allowed)  # (B, H, Lq, Lk)
+        if self.training and self.dropout > 0:
+            weights = F.dropout(weights, p=self.dropout)
+        out = weights @ v  # (B, H, Lq, Lk) @ (B, H, Lk, Dh) -> (B, H, Lq, Dh)
+        out = out + torch.einsum("bhqk,qkd->bhqd", weights, a_v)  # sum_j w_ij a^V_ij
+        return out, (weights if need_weights else None)
+
+    def extra_repr(self):
+        return super().extra_repr() + f", max_relative_position={self.max_relative_position}"

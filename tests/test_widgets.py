@@ -1,0 +1,393 @@
+"""The attention explorer (mha.widgets), the pattern gallery (mha.patterns) and chapter 07's checks."""
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+import torch
+
+import mha
+from mha import patterns, widgets
+from mha.exercises import check
+from mha.exercises.part3_explorer import previous_token_weights, reference_previous_token
+from mha.layer import MultiHeadAttention
+
+
+def entropy(weights):
+    """Mean entropy (nats) of the rows of ``weights`` (..., L)."""
+    return float(-(weights * weights.clamp_min(1e-12).log()).sum(-1).mean())
+
+
+# ----------------------------------------------------------------------------- recompute
+
+def test_default_result_shapes_and_rows_sum_to_one():
+    r = widgets.explore_once()
+    assert r.ok and r.message is None
+    assert r.weights.shape == (8, 12, 12)
+    assert len(r.tokens) == 12 and r.tokens[:3] == ["The", "bank", "by"]
+    assert r.output.shape == (12, 64)
+    torch.testing.assert_close(r.weights.sum(-1), torch.ones(8, 12))
+
+
+@pytest.mark.parametrize("num_kv_heads", [8, 2, 1])
+@pytest.mark.parametrize("mask_kind", ["none", "causal", "padding"])
+def test_weights_equal_the_layers_own_forward(mask_kind, num_kv_heads):
+    r = widgets.explore_once(num_kv_heads=num_kv_heads, mask_kind=mask_kind, seq_len=14, seed=3)
+    layer = widgets.build_layer(64, 8, num_kv_heads, 3)
+    x = widgets.embed_tokens(r.tokens, 64)
+    kw = {"none": {}, "causal": {"is_causal": True},
+          "padding": {"valid_lens": torch.tensor([11])}}[mask_kind]
+    with torch.no_grad():
+        out, weights = layer(x, need_weights=True, **kw)
+    torch.testing.assert_close(r.weights, weights[0])
+    torch.testing.assert_close(r.output, out[0])
+
+
+def test_causal_mask_is_respected():
+    r = widgets.explore_once(mask_kind="causal")
+    future = torch.ones(12, 12, dtype=torch.bool).triu(1)
+    assert r.weights[:, future].abs().max() == 0
+    torch.testing.assert_close(r.weights.sum(-1), torch.ones(8, 12))
+    assert torch.allclose(r.weights[:, 0, 0], torch.ones(8))  # the first token sees only itself
+
+
+def test_padding_mask_is_respected():
+    r = widgets.explore_once(mask_kind="padding", seq_len=15)
+    pads = [i for i, t in enumerate(r.tokens) if t == "<pad>"]
+    assert pads == [11, 12, 13, 14]
+    assert r.weights[:, :, pads].abs().max() == 0
+    torch.testing.assert_close(r.weights.sum(-1), torch.ones(8, 15))
+    unmasked = widgets.explore_once(mask_kind="none", seq_len=15)
+    assert unmasked.weights[:, :, pads].sum() > 0.1  # without the mask pads do get weight
+
+
+def test_seq_len_trims_and_pads():
+    assert widgets.explore_once(seq_len=4).tokens == ["The", "bank", "by", "the"]
+    assert widgets.explore_once(seq_len=13).tokens[-2:] == ["<pad>", "<pad>"]
+
+
+def test_lower_temperature_gives_lower_entropy():
+    ents = [entropy(widgets.explore_once(temperature=t).weights) for t in (0.1, 0.3, 1, 3, 10)]
+    assert all(a < b for a, b in zip(ents, ents[1:])), ents
+    assert ents[-1] > 0.98 * math.log(12)  # T = 10: nearly uniform
+    assert ents[0] < 0.2 * math.log(12)  # T = 0.1: close to one-hot
+
+
+def test_temperature_is_the_scale_1_over_T_sqrt_dhead():
+    r = widgets.explore_once(temperature=0.5, seed=1)
+    layer = widgets.build_layer(64, 8, 8, 1)
+    x = widgets.embed_tokens(r.tokens, 64)
+    with torch.no_grad():
+        q = mha.split_heads(layer.W_q(x), 8)  # (1, 8, L, 8)
+        k = mha.split_heads(layer.W_k(x), 8)
+        scores = q @ k.transpose(-2, -1) / (0.5 * math.sqrt(8))
+    torch.testing.assert_close(r.weights, scores.softmax(-1)[0])
+
+
+def test_same_knobs_same_numbers_and_seed_changes_them():
+    a, b = widgets.explore_once(seed=4), widgets.explore_once(seed=4)
+    assert torch.equal(a.weights, b.weights)
+    assert not torch.allclose(a.weights, widgets.explore_once(seed=5).weights)
+
+
+def test_gqa_heads_of_a_group_share_keys():
+    """With one key/value head, the keys are shared: the output of all heads uses the same V."""
+    r = widgets.explore_once(num_kv_heads=1)
+    assert r.ok and r.weights.shape == (8, 12, 12)
+    assert r.params["W_k"] == 64 * 8 and r.params["W_v"] == 64 * 8
+
+
+# ----------------------------------------------------------------------------- counts
+
+@pytest.mark.parametrize("d_model,num_heads,num_kv_heads", [(64, 8, 8), (64, 8, 2), (64, 8, 1),
+                                                            (768, 12, 12), (96, 6, 3), (30, 5, 5)])
+def test_parameter_counts_equal_the_module(d_model, num_heads, num_kv_heads):
+    layer = MultiHeadAttention(d_model, num_heads, num_kv_heads=num_kv_heads)
+    counts = widgets.count_parameters(d_model, num_heads, num_kv_heads)
+    assert counts["total"] == sum(p.numel() for p in layer.parameters())
+    for name in ("W_q", "W_k", "W_v", "W_o"):
+        assert counts[name] == getattr(layer, name).weight.numel()
+    d_kv = num_kv_heads * d_model // num_heads
+    assert counts["total"] == 2 * d_model ** 2 + 2 * d_model * d_kv
+    with_bias = MultiHeadAttention(d_model, num_heads, num_kv_heads=num_kv_heads, bias=True)
+    assert widgets.count_parameters(d_model, num_heads, num_kv_heads, bias=True)["total"] == sum(
+        p.numel() for p in with_bias.parameters())
+
+
+def test_parameter_counts_of_the_seed():
+    assert widgets.count_parameters(768, 12)["total"] == 2_359_296
+    assert widgets.count_parameters(12288, 96)["total"] == 603_979_776
+
+
+def test_flop_counts_by_hand():
+    f = widgets.count_flops(12, 64, 8)
+    assert f["Q projection"] == 2 * 12 * 64 * 64
+    assert f["scores QK^T"] == f["weights x V"] == 2 * 12 * 12 * 64
+    assert f["total"] == 8 * 12 * 64 ** 2 + 4 * 12 ** 2 * 64 == 430_080
+    # the attention products do not depend on the number of heads ...
+    assert {widgets.count_flops(12, 64, h)["scores QK^T"] for h in (1, 2, 4, 8, 16)} == {18_432}
+    # ... and grouped-query attention shrinks only the K and V projections
+    g = widgets.count_flops(12, 64, 8, 2)
+    assert g["K projection"] == g["V projection"] == f["K projection"] // 4
+    assert g["total"] == f["total"] - 2 * (f["K projection"] - g["K projection"])
+
+
+def test_flop_count_matches_a_measured_matmul_count():
+    """torch's FLOP counter agrees with the hand formula (it counts matmuls only)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    L, D, H = 12, 64, 8
+    layer = MultiHeadAttention(D, H)
+    x = torch.randn(1, L, D)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        layer(x, need_weights=True)
+    assert counter.get_total_flops() == widgets.count_flops(L, D, H)["total"]
+
+
+def test_counts_panel_is_html_with_the_numbers():
+    html = widgets.explore_once().counts_html()
+    assert html.startswith("<table>") and "16,384" in html and "430,080" in html
+
+
+# ----------------------------------------------------------------------------- impossible knobs
+
+def test_d_model_not_divisible_gives_a_message_not_an_exception():
+    r = widgets.explore_once(d_model=30, num_heads=4)
+    assert not r.ok and r.weights is None
+    assert "d_model (30)" in r.message and "num_heads (4)" in r.message
+    assert "1, 2, 3, 5, 6, 10, 15, 30" in r.message  # what would work
+    assert "Cannot compute" in r.counts_html()
+
+
+def test_num_heads_not_multiple_of_num_kv_heads_gives_a_message():
+    r = widgets.explore_once(num_heads=8, num_kv_heads=3)
+    assert not r.ok
+    assert "num_heads (8)" in r.message and "num_kv_heads (3)" in r.message
+
+
+@pytest.mark.parametrize("knobs,word", [
+    ({"seq_len": 0}, "seq_len"), ({"d_model": -4}, "d_model"), ({"temperature": 0}, "temperature"),
+    ({"temperature": float("nan")}, "temperature"), ({"mask_kind": "diagonal"}, "mask_kind"),
+    ({"sentence": "   "}, "sentence"), ({"seed": -1}, "seed"), ({"num_heads": 2.5}, "num_heads"),
+])
+def test_invalid_values_give_a_message(knobs, word):
+    r = widgets.explore_once(**knobs)
+    assert not r.ok and word in r.message
+
+
+# ----------------------------------------------------------------------------- attention_fn
+
+def uniform_attention(query, key, value, mask):
+    L = key.size(-2)
+    weights = torch.full((*query.shape[:-1], L), 1.0 / L)  # (1, H, Lq, Lk)
+    return weights @ value, weights
+
+
+def test_reader_attention_fn_drives_the_explorer():
+    r = widgets.explore_once(attention_fn=uniform_attention)
+    assert r.ok
+    torch.testing.assert_close(r.weights, torch.full((8, 12, 12), 1 / 12))
+
+
+def test_attention_fn_gets_the_documented_arguments():
+    seen = {}
+
+    def spy(query, key, value, mask):
+        seen.update(q=query.shape, k=key.shape, v=value.shape, mask=mask)
+        return mha.scaled_dot_product_attention(query, key, value, mask)
+
+    r = widgets.explore_once(num_kv_heads=2, mask_kind="causal", attention_fn=spy)
+    assert seen["q"] == seen["k"] == seen["v"] == (1, 8, 12, 8)
+    assert seen["mask"].dtype == torch.bool and seen["mask"].shape == (1, 1, 12, 12)
+    assert torch.equal(seen["mask"][0, 0], mha.causal_mask(12))
+    torch.testing.assert_close(r.weights, widgets.explore_once(num_kv_heads=2,
+                                                               mask_kind="causal").weights)
+    widgets.explore_once(attention_fn=spy)
+    assert seen["mask"] is None  # mask_kind "none"
+
+
+def test_broken_attention_fn_gives_a_message():
+    def broken(query, key, value, mask):
+        raise RuntimeError("oops")
+
+    r = widgets.explore_once(attention_fn=broken)
+    assert not r.ok and "RuntimeError: oops" in r.message
+    r = widgets.explore_once(attention_fn=lambda q, k, v, m: (v, torch.ones(3, 3)))
+    assert not r.ok and "weights of shape (3, 3)" in r.message and "(1, 8, 12, 12)" in r.message
+
+
+# ----------------------------------------------------------------------------- the widget
+
+def test_widget_builds_headless_and_recomputes_on_change():
+    ipywidgets = pytest.importorskip("ipywidgets", reason="the explorer's UI needs ipywidgets")
+    ex = mha.widgets.explorer()
+    assert isinstance(ex.widget, ipywidgets.VBox)
+    assert ex.redraws == 1 and ex.result.ok and ex.result.weights.shape == (8, 12, 12)
+    (png,) = ex.view.outputs
+    assert png["data"]["image/png"]  # the heatmaps, as the static view will show them
+    assert "16,384" in ex.counts.value
+
+    ex.controls["num_heads"].value = 4  # 4 heads cannot share 8 key/value heads: a message
+    assert ex.redraws == 2 and not ex.result.ok and "num_kv_heads (8)" in ex.counts.value
+    ex.controls["num_kv_heads"].value = 2
+    assert ex.redraws == 3 and ex.result.weights.shape == (4, 12, 12)
+    assert ex.result.config["num_heads"] == 4 and ex.result.params["W_k"] == 64 * 32
+    ex.controls["seq_len"].value = 6
+    assert ex.result.weights.shape == (4, 6, 6) and ex.view.outputs[0]["data"]["image/png"]
+    before = ex.view.outputs[0]["data"]["image/png"]
+    ex.controls["temperature"].value = 0.1  # same grid: refilled in place, a new picture
+    assert ex.view.outputs[0]["data"]["image/png"] != before
+
+    ex.controls["d_model"].value = 30  # 30 is not divisible by 4: a message, no traceback
+    assert not ex.result.ok and "d_model (30)" in ex.counts.value
+    (msg,) = ex.view.outputs
+    assert "num_heads (4)" in msg["data"]["text/html"]
+    ex.controls["d_model"].value = 32
+    assert ex.result.ok and ex.view.outputs[0]["data"]["image/png"]
+
+
+def test_widget_with_reader_function_and_initial_knobs():
+    pytest.importorskip("ipywidgets", reason="the explorer's UI needs ipywidgets")
+    ex = widgets.explorer(attention_fn=uniform_attention, mask_kind="causal", num_heads=2,
+                          num_kv_heads=1)
+    torch.testing.assert_close(ex.result.weights, torch.full((2, 12, 12), 1 / 12))
+    ex.controls["mask_kind"].value = "padding"
+    assert ex.result.config["mask_kind"] == "padding" and ex.redraws == 2
+    with pytest.raises(TypeError, match="heads"):
+        widgets.explorer(heads=3)
+
+
+def test_render_draws_one_heatmap_per_head():
+    r = widgets.explore_once(num_heads=4, num_kv_heads=4, seq_len=6)
+    fig = widgets.render(r)
+    titled = [ax for ax in fig.axes if ax.get_title()]
+    assert len(titled) >= 4
+    matplotlib.pyplot.close(fig)
+
+
+def test_redraw_latency_is_measured():
+    pytest.importorskip("ipywidgets", reason="the explorer's UI needs ipywidgets")
+    seconds = widgets.measure_latency(repeats=3)
+    assert 0 < seconds < 5
+    with pytest.raises(ValueError, match="change"):
+        widgets.measure_latency(1, change="colour")
+
+
+def test_refilled_frame_equals_a_fresh_one():
+    """The in-place redraw shows exactly what a figure drawn from scratch shows."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    first, second = widgets.explore_once(seed=1), widgets.explore_once(seed=2, temperature=0.5)
+    frame = widgets._Frame(first)
+    frame.png(first)
+    refilled = np.asarray(Image.open(io.BytesIO(frame.png(second))))
+    fresh = np.asarray(Image.open(io.BytesIO(widgets._Frame(second).png(second))))
+    assert refilled.shape == fresh.shape
+    assert np.abs(refilled.astype(int) - fresh.astype(int)).mean() < 0.5
+    other = widgets.explore_once(seed=2, sentence="counting")  # same length, new tokens
+    frame.png(other)
+    assert [t.get_text() for t in frame.axes[3].get_xticklabels()] == other.tokens
+
+
+# ----------------------------------------------------------------------------- the gallery
+
+def test_gallery_patterns_are_produced_by_the_layer():
+    for pat in patterns.gallery():
+        assert pat.weights.shape == (9, 9) and pat.tokens == patterns.GALLERY_TOKENS
+        torch.testing.assert_close(pat.weights.sum(-1), torch.ones(9))
+        assert pat.reason and pat.W_q.shape == pat.W_k.shape
+        again = patterns.pattern_from_projections(pat.W_q, pat.W_k)
+        torch.testing.assert_close(again, pat.weights)
+
+
+def test_diagonal():
+    w = patterns.diagonal().weights
+    assert torch.equal(w.argmax(-1), torch.arange(9)) and w.diagonal().min() > 0.9
+
+
+def test_previous_token():
+    w = patterns.previous_token().weights
+    for i in range(1, 9):
+        assert w[i].argmax() == i - 1 and w[i, i - 1] > 0.9
+    assert w[0, 0] > 0.9  # nothing before the first token: it keeps to itself
+
+
+def test_vertical_stripe_sink():
+    w = patterns.vertical_stripe().weights
+    assert w[:, 0].min() > 0.9
+    w3 = patterns.vertical_stripe(sink=3).weights
+    assert w3[:, 3].min() > 0.9
+    with pytest.raises(ValueError, match="sink"):
+        patterns.vertical_stripe(sink=12)
+
+
+def test_horizontal_stripe():
+    w = patterns.horizontal_stripe().weights
+    torch.testing.assert_close(w[-1], torch.full((9,), 1 / 9))  # the broad row: uniform
+    assert w[:-1].diagonal().min() > 0.9  # the other rows stay sharp
+    assert entropy(w[-1]) > 0.99 * math.log(9) and entropy(w[:-1]) < 0.2
+
+
+def test_blocks():
+    w = patterns.blocks().weights
+    seg = torch.tensor(patterns.GALLERY_SEGMENTS)
+    same = seg[:, None] == seg[None, :]
+    assert w[same.logical_not()].max() < 0.02
+    for s in range(4):
+        rows = (seg == s).nonzero().flatten()
+        block = w[rows][:, rows]
+        assert block.sum(-1).min() > 0.9
+        assert block.max() - block.min() < 1e-6  # even within the phrase
+
+
+def test_same_word():
+    w = patterns.same_word().weights
+    assert w[1, 4] > 0.45 and w[4, 1] > 0.45  # the two "the"s find each other
+    assert w[2, 2] > 0.9  # "bank" occurs once
+
+
+def test_plot_gallery_has_a_labelled_panel_per_pattern():
+    fig = patterns.plot_gallery()
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert titles == [p.name for p in patterns.gallery()]
+    matplotlib.pyplot.close(fig)
+
+
+# ----------------------------------------------------------------------------- exercise checks
+
+def test_previous_token_check_passes_the_reference():
+    assert check("pattern_previous_token", reference_previous_token, verbose=False).passed
+    W_q, W_k = reference_previous_token(9)
+    assert previous_token_weights(W_q, W_k).diagonal(offset=-1).min() > 0.9  # w[i, i-1]
+
+
+def test_previous_token_check_fails_wrong_answers_with_useful_messages():
+    weak = check("pattern_previous_token",
+                 lambda n: (torch.eye(n), torch.eye(n).roll(1, 0)), verbose=False)
+    assert not weak.passed and "needs more than 0.9" in weak.failures[0]
+    diag = check("pattern_previous_token", lambda n: (5 * torch.eye(n), 5 * torch.eye(n)),
+                 verbose=False)
+    assert not diag.passed and "largest weight" in diag.failures[0] and "on token 1" in (
+        diag.failures[0])
+    shape = check("pattern_previous_token", lambda n: (torch.eye(n + 1), torch.eye(n)),
+                  verbose=False)
+    assert not shape.passed and "W_q must be a tensor of shape" in shape.failures[0]
+    todo = check("pattern_previous_token", lambda n: (_ for _ in ()).throw(NotImplementedError()),
+                 verbose=False)
+    assert not todo.passed and "not written yet" in todo.failures[0]
+
+
+def test_flop_count_check():
+    right = check("flop_count", lambda L, D, H, Hkv: widgets.count_flops(L, D, H, Hkv)["total"],
+                  verbose=False)
+    assert right.passed
+    no_gqa = check("flop_count", lambda L, D, H, Hkv: 8 * L * D * D + 4 * L * L * D, verbose=False)
+    assert not no_gqa.passed and len(no_gqa.failures) == 2
+    assert "grouped-query" in no_gqa.failures[0] and "expected 230400, got 353280" in (
+        no_gqa.failures[0])
