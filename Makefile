@@ -27,8 +27,10 @@ setup: $(STAMP)
 assets:
 	bash scripts/offline_assets.sh
 
+# --all: every build executes every notebook afresh (an incremental build would keep old outputs
+# after a change to the package)
 book: setup assets
-	$(BIN)/jupyter-book build . -W -n --keep-going
+	$(BIN)/jupyter-book build . --all -W -n --keep-going
 	@echo "The book is at $(abspath $(BOOK)) (open it in a browser, or: $(BIN)/python -m http.server -d _build/html)"
 
 lint: setup
