@@ -37,13 +37,13 @@ lint: setup
 	$(BIN)/ruff check mha tests benchmarks scripts
 
 unit: setup
-	$(BIN)/python -m pytest tests --ignore=tests/browser -n $(JOBS) -q
+	$(BIN)/python -m pytest tests --ignore=tests/built_book -n $(JOBS) -q
 
 notebooks: setup
 	$(BIN)/python -m pytest --nbval-lax --nbval-current-env -n $(JOBS) --dist loadfile -v -p no:cacheprovider chapters
 
 browser: setup
-	$(BIN)/python -m pytest tests/browser -v -p no:cacheprovider
+	$(BIN)/python -m pytest tests/built_book -v -p no:cacheprovider
 
 test: lint unit notebooks book browser
 	@echo "make test: all checks passed"

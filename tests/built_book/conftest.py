@@ -36,10 +36,20 @@ def _unavailable(reason: str):
     pytest.skip(reason)
 
 
+def _require_build(path=HTML / "index.html"):
+    """Skip (fail in CI) when the book has not been built."""
+    if not Path(path).exists():
+        _unavailable(f"no built book ({path} is missing): run `make book` first")
+
+
+@pytest.fixture(scope="session")
+def require_build():
+    return _require_build
+
+
 @pytest.fixture(scope="session")
 def book_url():
-    if not (HTML / "index.html").exists():
-        _unavailable(f"no built book at {HTML}: run `make book` first")
+    _require_build()
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):

@@ -1,6 +1,7 @@
 """Every page of the built book, in a real headless browser with no network: it loads, its own
 scripts log no errors, it requests nothing from outside localhost, its math is typeset by MathJax,
-its figures are real images, its widgets show their static view, and chapters have launch buttons.
+its figures are real images, its widgets show their static view, chapters have launch buttons,
+and exercise solutions stay hidden until clicked.
 """
 
 import re
@@ -106,6 +107,17 @@ def test_page(page, book_url, path):
         html = page.content()
         assert "colab.research.google.com" in html, f"{path}: no Colab launch button"
         assert "mybinder.org" in html, f"{path}: no Binder launch button"
+
+    # Solutions are hidden until their toggle is clicked (sphinx-exercise + sphinx-togglebutton).
+    solutions = page.locator("div.solution.dropdown")
+    if path in NOTEBOOK_PAGES:
+        assert solutions.count() >= 3, f"{path}: {solutions.count()} solutions, expected >= 3"
+    for i in range(solutions.count()):
+        solution = solutions.nth(i)
+        body = solution.locator(".admonition-title ~ *").first
+        assert not body.is_visible(), f"{path}: solution {i + 1} is visible before it is clicked"
+        solution.locator("button.toggle-button").first.click()
+        body.wait_for(state="visible", timeout=5_000)
 
     # The book's own scripts must not fail, and nothing may come from outside localhost.
     own = [m for m in console_errors if (m.location or {}).get("url", "").startswith(book_url)]
