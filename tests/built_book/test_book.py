@@ -58,6 +58,16 @@ def visit(page, url: str):
     return response, outside, console_errors, page_errors
 
 
+def wait_or_fail(page, condition: str, arg, message: str):
+    """Wait up to 20 s for a JavaScript condition; fail with ``message`` rather than a timeout."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(condition, arg=arg, timeout=20_000)
+    except PlaywrightTimeout:
+        pytest.fail(message)
+
+
 @pytest.mark.browser
 @pytest.mark.parametrize("path", PAGES)
 def test_page(page, book_url, path):
@@ -70,9 +80,8 @@ def test_page(page, book_url, path):
     # Math: every math element is typeset by MathJax (no raw TeX left).
     math_count = page.locator(".math").count()
     if math_count:
-        page.wait_for_function(
-            "() => document.querySelectorAll('mjx-container').length > 0", timeout=20_000
-        )
+        wait_or_fail(page, "() => document.querySelectorAll('mjx-container').length > 0", None,
+                     f"{path}: MathJax typeset none of its {math_count} math elements")
         raw = page.evaluate(
             "() => [...document.querySelectorAll('.math')].filter(e => !e.querySelector('mjx-container')).length"
         )
@@ -92,10 +101,8 @@ def test_page(page, book_url, path):
     # Widgets: each saved widget view is rendered by the HTML manager (its static view).
     views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
     if views:
-        page.wait_for_function(
-            "n => document.querySelectorAll('.jupyter-widgets, .widget-container, .jp-OutputArea').length >= n",
-            arg=views, timeout=20_000,
-        )
+        wait_or_fail(page, "n => document.querySelectorAll('.jupyter-widgets').length >= n", views,
+                     f"{path}: the widget manager rendered none of its {views} widget views")
         rendered = page.evaluate(
             "() => [...document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-view+json\"]')]"
             ".filter(s => s.parentElement.querySelector('.jupyter-widgets')).length"
