@@ -57,6 +57,7 @@ def logits_of(model, batch: _tasks.TaskBatch) -> torch.Tensor:
 
 def loss_of(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy over the labelled positions (targets of -100 are skipped)."""
+    # logits (..., C) -> (N, C), targets (...) -> (N,)
     return F.cross_entropy(logits.flatten(0, -2), targets.flatten(), ignore_index=_tasks.IGNORE)
 
 

@@ -104,9 +104,16 @@ class ExplorerResult:
         rows += [(f"FLOPs: {k}", v) for k, v in self.flops.items()]
         rows.append(("KV cache values (per layer, L tokens)",
                      2 * c["seq_len"] * c["num_kv_heads"] * d_head))
-        body = "".join(f"<tr><td style='text-align:left'>{k}</td>"
-                       f"<td style='text-align:right'>{v:,}</td></tr>" for k, v in rows)
-        return f"<table>{body}</table>"
+        cell = "padding:0 0.6em;line-height:1.3"
+
+        def table(part):
+            body = "".join(f"<tr><td style='text-align:left;{cell}'>{k}</td>"
+                           f"<td style='text-align:right;{cell}'>{v:,}</td></tr>" for k, v in part)
+            return f"<table style='font-size:0.85em;border-collapse:collapse'>{body}</table>"
+
+        split = 2 + len(self.params)  # shapes and parameters | FLOPs and the KV cache
+        return (f"<div style='display:flex;gap:2em;flex-wrap:wrap'>{table(rows[:split])}"
+                f"{table(rows[split:])}</div>")
 
 
 # ----------------------------------------------------------------------------- counts
@@ -417,7 +424,8 @@ class Explorer:
             raise TypeError(f"explorer() got unknown knobs {sorted(unknown)}; "
                             f"expected some of {sorted(DEFAULTS)}")
         v = {**DEFAULTS, **initial}
-        cont = {"continuous_update": False, "style": {"description_width": "initial"}}
+        cont = {"continuous_update": False, "style": {"description_width": "7.5em"},
+                "layout": w.Layout(width="20em")}  # wide enough for the label, bar and readout
         self.controls = {
             "d_model": w.IntSlider(v["d_model"], min=4, max=256, step=2, description="d_model",
                                    **cont),
@@ -429,10 +437,12 @@ class Explorer:
             "temperature": w.FloatLogSlider(v["temperature"], base=10, min=-1.3, max=1.3,
                                             step=0.05, description="temperature", **cont),
             "mask_kind": w.Dropdown(options=MASK_KINDS, value=v["mask_kind"],
-                                    description="mask", style=cont["style"]),
+                                    description="mask", style=cont["style"],
+                                    layout=cont["layout"]),
             "seed": w.IntSlider(v["seed"], min=0, max=20, description="seed", **cont),
             "sentence": w.Dropdown(options=list(EXAMPLE_SENTENCES), value=v["sentence"],
-                                   description="sentence", style=cont["style"]),
+                                   description="sentence", style=cont["style"],
+                                   layout=cont["layout"]),
         }
         self.attention_fn = attention_fn
         self.view = w.Output()
@@ -442,8 +452,8 @@ class Explorer:
             control.observe(self.update, names="value")
         names = list(self.controls)
         top = w.HBox([w.VBox([self.controls[n] for n in names[:4]]),
-                      w.VBox([self.controls[n] for n in names[4:]]), self.counts])
-        self.widget = w.VBox([top, self.view])  # controls and counts above the heatmaps
+                      w.VBox([self.controls[n] for n in names[4:]])])
+        self.widget = w.VBox([top, self.counts, self.view])  # controls, counts, heatmaps
         self.update()
 
     def config(self):

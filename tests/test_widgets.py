@@ -149,7 +149,7 @@ def test_flop_count_matches_a_measured_matmul_count():
 
 def test_counts_panel_is_html_with_the_numbers():
     html = widgets.explore_once().counts_html()
-    assert html.startswith("<table>") and "16,384" in html and "430,080" in html
+    assert "<table" in html and "16,384" in html and "430,080" in html
 
 
 # ----------------------------------------------------------------------------- impossible knobs
