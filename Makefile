@@ -43,7 +43,7 @@ notebooks: setup
 	$(BIN)/python -m pytest --nbval-lax --nbval-current-env -n $(JOBS) --dist loadfile -v -p no:cacheprovider chapters
 
 browser: setup
-	$(BIN)/python -m pytest tests/built_book -v -p no:cacheprovider
+	$(BIN)/python -m pytest tests/built_book -v -s -p no:cacheprovider
 
 test: lint unit notebooks book browser
 	@echo "make test: all checks passed"
