@@ -8,11 +8,12 @@ BOOK := _build/html/index.html
 # 2 workers for the unit tests and nbval (CI's machines have 2 cores)
 JOBS ?= 2
 
-.PHONY: help setup assets book test unit notebooks lint browser lab clean
+.PHONY: help setup assets book student-notebooks test unit notebooks lint browser lab clean
 help:
 	@echo "make book   build the HTML book (all notebooks executed) into _build/html"
 	@echo "make test   unit tests, nbval over every notebook, the book build and a headless-browser test"
 	@echo "make lab    open JupyterLab on the chapters"
+	@echo "make student-notebooks   the notebooks without exercise solutions (_build/student-notebooks)"
 	@echo "make clean  remove build outputs (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -32,6 +33,10 @@ assets:
 book: setup assets
 	$(BIN)/jupyter-book build . --all -W -n --keep-going
 	@echo "The book is at $(abspath $(BOOK)) (open it in a browser, or: $(BIN)/python -m http.server -d _build/html)"
+
+# copies of the notebooks without exercise solutions, for assessed labs
+student-notebooks: setup
+	$(BIN)/python scripts/student_notebooks.py _build/student-notebooks
 
 lint: setup
 	$(BIN)/ruff check mha tests benchmarks scripts
