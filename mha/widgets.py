@@ -473,8 +473,11 @@ class Explorer:
             data = {"image/png": png, "text/plain": "<attention heatmaps, one per head>"}
         self.view.outputs = ({"output_type": "display_data", "metadata": {}, "data": data},)
 
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+    def _ipython_display_(self):
+        # display the widget object itself: ipywidgets 7 widgets have no _repr_mimebundle_
+        from IPython.display import display
+
+        display(self.widget)
 
 
 def explorer(attention_fn=None, **initial):
