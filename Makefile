@@ -8,11 +8,12 @@ BOOK := _build/html/index.html
 # 2 workers for the unit tests and nbval (CI's machines have 2 cores)
 JOBS ?= 2
 
-.PHONY: help setup assets book student-notebooks test unit notebooks lint browser lab clean
+.PHONY: help setup assets book student-notebooks test unit notebooks colab-check lint browser lab clean
 help:
 	@echo "make book   build the HTML book (all notebooks executed) into _build/html"
 	@echo "make test   unit tests, nbval over every notebook, the book build and a headless-browser test"
 	@echo "make lab    open JupyterLab on the chapters"
+	@echo "make colab-check   run every chapter outside the checkout with only mha[book] installed"
 	@echo "make student-notebooks   the notebooks without exercise solutions (_build/student-notebooks)"
 	@echo "make clean  remove build outputs (keeps .venv)"
 
@@ -47,10 +48,15 @@ unit: setup
 notebooks: setup
 	$(BIN)/python -m pytest --nbval-lax --nbval-current-env -n $(JOBS) --dist loadfile -v -p no:cacheprovider chapters
 
+# every chapter run outside the checkout with only the `mha` wheel (+ [book]) installed, in a
+# Colab-like environment (ipywidgets 7.7.1, the extra's floors) and in the newest one
+colab-check: setup
+	$(BIN)/python scripts/colab_check.py --jobs $(JOBS)
+
 browser: setup
 	$(BIN)/python -m pytest tests/built_book -v -s -p no:cacheprovider
 
-test: lint unit notebooks book browser
+test: lint unit notebooks colab-check book browser
 	@echo "make test: all checks passed"
 
 lab: setup
