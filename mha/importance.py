@@ -6,7 +6,7 @@ Shape legend: B batch, H heads of one layer (see ``mha.functional``).
   output of every head of every `MultiHeadAttention` inside ``model``, through the layer's
   ``head_mask``; set a gate to 0 to ablate a head, or ask for gradients with respect to the gates.
 - `head_importance(model, batches, loss_fn)`: the score of Michel, Levy and Neubig (2019), the
-  mean over batches of |dL / d xi_h|.
+  mean over batches of ``|dL / d xi_h|``.
 - `prune_heads(model, heads)`: remove heads from any layers of a model for good, with
   `MultiHeadAttention.prune_heads`, so that their parameters are gone.
 
@@ -78,7 +78,7 @@ def head_gates(model: nn.Module, *, requires_grad: bool = False):
 
 def head_importance(model: nn.Module, batches: Iterable, loss_fn: Callable) -> dict:
     """Head importance of Michel et al. (2019): for every attention layer inside ``model``, the
-    mean over ``batches`` of |dL/d xi_h|, where xi_h is a gate multiplying head h's output
+    mean over ``batches`` of ``|dL/d xi_h|``, where xi_h is a gate multiplying head h's output
     (xi_h = 1: the model as it is) and L = ``loss_fn(model, batch)``, a scalar.
 
     Returns ``{name: (H,) tensor}``, keyed as `mha.record_attention` keys the layers. The
