@@ -17,6 +17,7 @@ from .functional import (
     split_heads,
 )
 from .head import AttentionHead
+from .importance import attention_layers, head_gates, head_importance, prune_heads
 from .layer import MultiHeadAttention
 from .loop import MultiHeadAttentionLoop
 from .masks import causal_mask, convert_mask, valid_lens_to_mask
@@ -29,11 +30,15 @@ __all__ = [
     "MultiHeadAttentionLoop",
     "RelativeMultiHeadAttention",
     "__version__",
+    "attention_layers",
     "causal_mask",
     "convert_mask",
     "device",
+    "head_gates",
+    "head_importance",
     "masked_softmax",
     "merge_heads",
+    "prune_heads",
     "record_attention",
     "scaled_dot_product_attention",
     "split_heads",

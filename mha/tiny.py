@@ -215,10 +215,16 @@ def build(kind: str, config: dict) -> nn.Module:
     return KINDS[kind](**config)
 
 
-def save_pretrained(model: nn.Module, path, *, task: str, info: dict | None = None) -> Path:
-    """Write ``{kind, task, config, state_dict, info}`` to ``path`` (a .pt file)."""
+def save_pretrained(model: nn.Module, path, *, task: str, info: dict | None = None,
+                    dtype: torch.dtype | None = None) -> Path:
+    """Write ``{kind, task, config, state_dict, info}`` to ``path`` (a .pt file).
+
+    ``dtype`` (e.g. ``torch.float16``) stores the floating-point tensors in that type, to make
+    the file smaller; `load_pretrained` upcasts them into the model's float32 parameters."""
     kind = {v: k for k, v in KINDS.items()}[type(model)]
     state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+    if dtype is not None:
+        state = {k: v.to(dtype) if v.is_floating_point() else v for k, v in state.items()}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"kind": kind, "task": task, "config": dict(model.config), "state_dict": state,
@@ -244,6 +250,6 @@ def load_pretrained(name_or_path, device=None, *, with_info: bool = False):
             raise ValueError(f"no shipped weights named {name_or_path!r}; available: {available()}")
     blob = torch.load(path, map_location="cpu", weights_only=True)
     model = build(blob["kind"], blob["config"])
-    model.load_state_dict(blob["state_dict"])
+    model.load_state_dict(blob["state_dict"])  # copies into float32 (upcasts float16 files)
     model = model.to(device if device is not None else "cpu").eval()
     return (model, {"task": blob["task"], **blob["info"]}) if with_info else model

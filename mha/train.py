@@ -8,6 +8,7 @@ From a shell (this is how ``mha/weights/*.pt`` were made)::
 
     python -m mha.train --task multitask --out mha/weights/multitask.pt
     python -m mha.train --task translation --out mha/weights/translation.pt
+    python -m mha.train --task multitask --num-heads 8 --float16 --out mha/weights/multitask_8heads.pt
 
 Every batch is drawn fresh from a generator seeded with ``seed``, and the model's initial weights
 come from ``torch.manual_seed(seed)``, so a run on the CPU repeats exactly. A tqdm progress bar
@@ -144,21 +145,29 @@ def main(argv=None) -> int:
                         help="seed for weights and data (default: 0)")
     parser.add_argument("--batch-size", type=int, default=64,
                         help="examples per step (default: 64)")
+    parser.add_argument("--num-heads", type=int, default=None,
+                        help="heads per attention layer (default: 4, as in build_model)")
+    parser.add_argument("--float16", action="store_true",
+                        help="store the weights in float16 (half the file; loading upcasts)")
     parser.add_argument("--out", default=None,
                         help="save the trained weights to this .pt file "
                              "(e.g. mha/weights/multitask.pt)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(argv)
+    overrides = {} if args.num_heads is None else {"num_heads": args.num_heads}
     model, history = train(args.task, args.steps, args.seed, batch_size=args.batch_size,
-                           progress=not args.no_progress)
+                           progress=not args.no_progress, **overrides)
     print(f"task {args.task}: final loss {history['loss'][-1]:.4f}, "
           f"accuracy {history['accuracy']}, {history['seconds']:.1f} s")
     if args.out:
         info = {k: history[k] for k in ("steps", "seed", "accuracy")}
+        extra = "" if args.num_heads is None else f" --num-heads {args.num_heads}"
+        extra += " --float16" if args.float16 else ""
         info.update(final_loss=history["loss"][-1], batch_size=args.batch_size,
                     command=f"python -m mha.train --task {args.task} --steps {history['steps']} "
-                            f"--seed {args.seed} --out {args.out}")
-        path = _tiny.save_pretrained(model, args.out, task=args.task, info=info)
+                            f"--seed {args.seed}{extra} --out {args.out}")
+        path = _tiny.save_pretrained(model, args.out, task=args.task, info=info,
+                                     dtype=torch.float16 if args.float16 else None)
         print(f"saved {path} ({path.stat().st_size / 1024:.0f} KB)")
     return 0
 

@@ -27,7 +27,8 @@ def translation():
 
 def test_shipped_weights_are_small_and_listed():
     files = sorted(tiny.WEIGHTS_DIR.glob("*.pt"))
-    assert [f.stem for f in files] == ["multitask", "translation"] == tiny.available()
+    assert [f.stem for f in files] == ["multitask", "multitask_8heads", "translation"]
+    assert [f.stem for f in files] == tiny.available()
     total = sum(f.stat().st_size for f in files)
     assert total < 500_000, f"shipped weights take {total} bytes; keep them under 500 KB"
 
@@ -46,6 +47,29 @@ def test_shipped_translation_accuracy(translation):
     out = model.greedy_decode(batch.inputs, task.tgt_len, bos=task.bos)  # free-running
     exact = (out == batch.targets).all(dim=1).float().mean().item()
     assert exact >= ACCURACY_THRESHOLD, f"only {exact:.3f} of sentences translated exactly"
+
+
+def test_shipped_multitask_8heads_accuracy_and_float16_storage():
+    """Chapter 09's model: 2 layers x 8 heads, stored in float16, loaded as float32."""
+    model, info = tiny.load_pretrained("multitask_8heads", with_info=True)
+    assert model.config["num_heads"] == 8 and model.config["num_layers"] == 2
+    assert "--num-heads 8" in info["command"] and "--float16" in info["command"]
+    blob = torch.load(tiny.WEIGHTS_DIR / "multitask_8heads.pt", weights_only=True)
+    assert blob["state_dict"]["encoder.layers.0.self_attn.W_q.weight"].dtype == torch.float16
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    task = tasks.make_task("multitask")
+    acc = train.accuracy(model, task.sample(1000, FRESH))  # (K,): previous, first, induction
+    assert (acc >= ACCURACY_THRESHOLD).all(), dict(zip(task.jobs, acc.tolist()))
+
+
+def test_save_pretrained_float16_round_trip(tmp_path):
+    model = tiny.load_pretrained("multitask")
+    path = tiny.save_pretrained(model, tmp_path / "half.pt", task="multitask",
+                                dtype=torch.float16)
+    again = tiny.load_pretrained(path)
+    assert all(p.dtype == torch.float32 for p in again.parameters())
+    for (name, p), q in zip(model.named_parameters(), again.parameters()):
+        assert torch.equal(p.detach().half().float(), q.detach()), name
 
 
 def test_load_pretrained_info_and_errors(tmp_path):
