@@ -12,7 +12,8 @@ fails the run. Profiles:
 
 No book toolchain (jupyter-book, myst-nb, sphinx) is installed: a chapter that imports one fails.
 torch is the CPU wheel pinned in requirements.txt (taken from the local wheel cache, never a
-multi-GB CUDA build). Environments are cached in ``_build/colab-check/`` keyed by their inputs.
+multi-GB CUDA build). Environments are cached in ``~/.cache/mha-book/colab-check/``, keyed by
+their inputs.
 
     python scripts/colab_check.py                 # both profiles
     python scripts/colab_check.py --profile lowest --jobs 2
@@ -33,11 +34,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "_build" / "colab-check"
+# the environments are kept between runs (and between clones) in the user's cache; the newest
+# profile's is rebuilt when older than a week, so "newest" stays true
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mha-book" / "colab-check"
+MAX_AGE_DAYS = 7
 
 # What Colab ships besides the [book] extra, for the Colab-like profile.
 COLAB_PINS = ["ipywidgets==7.7.1", "ipython==7.34.0", "ipykernel==6.17.1"]
 # What runs the notebooks (not imported by any chapter).
-RUNNER = ["nbclient", "nbformat"]
+RUNNER = ["nbclient", "nbformat", "ipykernel"]
 
 EXECUTE = r'''
 import sys, time, nbformat
@@ -87,14 +92,16 @@ def torch_pin():
 
 
 def profile_requirements(profile):
-    """(requirements, constraints) for a profile."""
+    """(requirements, constraints) for a profile; torch is always the pinned CPU wheel."""
     floors = book_floors()
+    constraints = [torch_pin()]
     if profile == "lowest":
-        pins = [re.sub(r">=", "==", f) for f in floors]
         pinned = {re.split(r"[=<>!]", p)[0] for p in COLAB_PINS}
-        pins = [p for p in pins if re.split(r"[=<>!]", p)[0] not in pinned] + COLAB_PINS
-        return RUNNER, pins
-    return RUNNER, []
+        lowest = [f.replace(">=", "==") for f in floors]
+        constraints += [p for p in lowest if re.split(r"[=<>!]", p)[0] not in pinned]
+        constraints += COLAB_PINS
+        return RUNNER + COLAB_PINS, constraints
+    return RUNNER, constraints
 
 
 def run(cmd, **kwargs):
@@ -116,27 +123,27 @@ def make_env(profile, wheel):
     requirements, constraints = profile_requirements(profile)
     key = hashlib.sha256(json.dumps([torch_pin(), requirements, constraints, book_floors(),
                                      sys.version]).encode()).hexdigest()[:12]
-    env = WORK / f"env-{profile}-{key}"
+    env = CACHE / f"env-{profile}-{key}"
     python = env / "bin" / "python"
-    if not (env / ".ready").exists():
+    ready = env / ".ready"
+    if ready.exists() and profile == "newest":
+        if time.time() - ready.stat().st_mtime > MAX_AGE_DAYS * 86400:
+            ready.unlink()
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+           "-c", str(env / "constraints.txt")]
+    if not ready.exists():
         shutil.rmtree(env, ignore_errors=True)
-        for old in WORK.glob(f"env-{profile}-*"):
+        for old in CACHE.glob(f"env-{profile}-*"):
             shutil.rmtree(old, ignore_errors=True)
         run([sys.executable, "-m", "venv", str(env)])
-        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        (env / "constraints.txt").write_text("\n".join(constraints) + "\n")
         run(pip + [torch_pin()])
-        if constraints:
-            (env / "constraints.txt").write_text("\n".join(constraints) + "\n")
-            run(pip + ["-c", str(env / "constraints.txt"), *constraints, *requirements])
-        else:
-            run(pip + ["--upgrade", *requirements])
-        (env / ".ready").touch()
-    # the package itself: always the freshly built wheel, with its [book] extra
-    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    extra = ["-c", str(env / "constraints.txt")] if constraints else ["--upgrade-strategy",
-                                                                        "eager", "--upgrade"]
+        run(pip + requirements)
+        ready.touch()
+    # the package itself: always the freshly built wheel, then whatever its [book] extra still
+    # needs (a fresh environment gets the newest versions the constraints allow)
     run(pip + ["--force-reinstall", "--no-deps", str(wheel)])
-    run(pip + extra + [f"{wheel}[book]"])
+    run(pip + [f"{wheel}[book]"])
     return python
 
 
@@ -195,6 +202,7 @@ def main():
     notebooks = args.notebooks or sorted((ROOT / "chapters").glob("*.ipynb"))
     profiles = ["lowest", "newest"] if args.profile == "all" else [args.profile]
     WORK.mkdir(parents=True, exist_ok=True)
+    CACHE.mkdir(parents=True, exist_ok=True)
     start = time.time()
     wheel = build_wheel()
     failed = {}
