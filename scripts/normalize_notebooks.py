@@ -1,4 +1,4 @@
-"""Normalise notebooks for committing: no outputs, python3 kernelspec, tags-only cell metadata,
+"""Normalise notebooks for committing: no outputs, python3 kernelspec, cell metadata reduced to tags and mystnb (alt text),
 stable cell ids.
 
 Usage: python scripts/normalize_notebooks.py [--check] [NOTEBOOK ...]   (default: chapters/*.ipynb)
@@ -19,8 +19,9 @@ def normalize(nb: dict) -> dict:
     nb["nbformat"], nb["nbformat_minor"] = 4, 5
     seen = set()
     for index, cell in enumerate(nb["cells"]):
-        tags = cell.get("metadata", {}).get("tags")
-        cell["metadata"] = {"tags": tags} if tags else {}
+        # keep the tags and MyST-NB's settings (a figure's alt text); drop the rest
+        meta = cell.get("metadata", {})
+        cell["metadata"] = {k: meta[k] for k in ("tags", "mystnb") if meta.get(k)}
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
         cell.pop("attachments", None) if not cell.get("attachments") else None
