@@ -9,6 +9,7 @@ import importlib
 
 __version__ = "0.1.0"
 
+from .cache import KVCache
 from .device import device
 from .functional import (
     masked_softmax,
@@ -25,6 +26,7 @@ from .relative import RelativeMultiHeadAttention
 
 __all__ = [
     "AttentionHead",
+    "KVCache",
     "MultiHeadAttention",
     "MultiHeadAttentionLoop",
     "RelativeMultiHeadAttention",
