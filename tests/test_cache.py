@@ -361,3 +361,20 @@ def test_model_configs_as_published():
     assert (falcon.num_heads + 2 * falcon.num_kv_heads) * falcon.d_head == 4672
     # Llama 2 70B's k_proj maps 8192 features to 8 heads x 128 = 1024
     assert MODELS["Llama 2 70B"].num_kv_heads * MODELS["Llama 2 70B"].d_head == 1024
+
+
+def test_bottom_right_matches_torch_causal_lower_right():
+    from torch.nn.attention.bias import causal_lower_right
+
+    layer = make(num_kv_heads=2)
+    x = torch.randn(2, 7, 32)
+    cache = mha.KVCache()
+    layer(x[:, :4], is_causal=True, cache=cache)
+    out, _ = layer(x[:, 4:], is_causal=True, cache=cache)  # 3 new queries over 7 keys
+    H = layer.num_heads
+    q = mha.split_heads(layer.W_q(x[:, 4:]), H)  # (B, 3, D) -> (B, H, 3, Dh)
+    k, v = (_repeat_kv(c, H) for c in (cache.keys, cache.values))  # (B, H, 7, Dh)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(3, 7))
+    torch.testing.assert_close(out, layer.W_o(mha.merge_heads(ref)), **TOL)
+    top_left = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # the pitfall
+    assert not torch.allclose(layer.W_o(mha.merge_heads(top_left)), out, atol=1e-3)
