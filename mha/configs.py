@@ -61,7 +61,8 @@ MODELS = {
                     "sliding window 4096)"),
         ModelConfig("Llama 3 8B", 32, 4096, 32, 8, 128, 8192, "grattafiori2024llama3",
                     "Table 3 (layers, model dimension, attention heads, key/value heads); "
-                    "8k context in the first Llama 3 release"),
+                    "8K-token pre-training sequences (Section 3.4), the context of the first "
+                    "Llama 3 release before the 128K extension"),
         ModelConfig("Falcon-7B", 32, 4544, 71, 1, 64, 2048, "tii2023falcon7b",
                     "hyperparameter table: 32 layers, d_model 4544, head_dim 64 (so 71 heads), "
                     "multi-query attention, sequence length 2048"),

@@ -378,3 +378,32 @@ def test_bottom_right_matches_torch_causal_lower_right():
     torch.testing.assert_close(out, layer.W_o(mha.merge_heads(ref)), **TOL)
     top_left = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # the pitfall
     assert not torch.allclose(layer.W_o(mha.merge_heads(top_left)), out, atol=1e-3)
+
+
+class _Scaled(mha.MultiHeadAttention):
+    """A position-dependent _position hook (as rotary embeddings are): scales query and key
+    position p by 1 + p / 10, positions counted from ``offset``."""
+
+    offsets = []
+
+    def _position(self, q, k, offset):
+        self.offsets.append(offset)
+        pos_q = offset + torch.arange(q.size(-2), dtype=q.dtype)  # (Lq,)
+        pos_k = offset + torch.arange(k.size(-2), dtype=k.dtype)  # (Lk,)
+        return q * (1 + pos_q[:, None] / 10), k * (1 + pos_k[:, None] / 10)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_position_hook_gets_the_cache_offset(need_weights):
+    torch.manual_seed(0)
+    layer = _Scaled(32, 4, num_kv_heads=2).eval()
+    x = torch.randn(2, 7, 32)
+    full, _ = layer(x, is_causal=True, need_weights=need_weights)
+    _Scaled.offsets = []
+    out, cache = decode(layer, x, [3, 1, 2, 1], need_weights=need_weights)
+    assert _Scaled.offsets == [0, 3, 4, 6]
+    torch.testing.assert_close(out, full, **TOL)
+    # the cache holds the keys after the hook (position-scaled), not the raw projections
+    raw = mha.split_heads(layer.W_k(x), 2)  # (B, L, Hkv*Dh) -> (B, Hkv, L, Dh)
+    scale = 1 + torch.arange(7.0)[:, None] / 10  # (L, 1)
+    torch.testing.assert_close(cache.keys, raw * scale, **TOL)
