@@ -1,14 +1,15 @@
 """mha: multi-head attention, from one head to many (the package behind the book).
 
 Everything public is importable from here; ``mha.viz``, ``mha.widgets``, ``mha.exercises``,
-``mha.tiny``, ``mha.tasks``, ``mha.train`` and ``mha.patterns`` are imported on first use, so
-``import mha`` needs only torch.
+``mha.tiny``, ``mha.tasks``, ``mha.train``, ``mha.patterns``, ``mha.configs`` and ``mha.decode``
+are imported on first use, so ``import mha`` needs only torch.
 """
 
 import importlib
 
 __version__ = "0.1.0"
 
+from .cache import KVCache
 from .device import device
 from .functional import (
     masked_softmax,
@@ -26,6 +27,7 @@ from .relative import RelativeMultiHeadAttention
 
 __all__ = [
     "AttentionHead",
+    "KVCache",
     "MultiHeadAttention",
     "MultiHeadAttentionLoop",
     "RelativeMultiHeadAttention",
@@ -45,7 +47,7 @@ __all__ = [
     "valid_lens_to_mask",
 ]
 
-_LAZY = ("viz", "widgets", "exercises", "tiny", "tasks", "train", "patterns")
+_LAZY = ("viz", "widgets", "exercises", "tiny", "tasks", "train", "patterns", "configs", "decode")
 
 
 def __getattr__(name):
