@@ -306,9 +306,9 @@ def _call(fn, args, kwargs, limit, say, case_name=""):
             state["running"] = False
     except _TimeLimit as error:
         where = _reader_line(error, fn)
-        return None, (f"took longer than {limit:g} s and was stopped"
-                      + (f" (at {where})" if where else "")
-                      + "; look for a loop that never ends or work that grows too fast")
+        return None, _Timeout(f"took longer than {limit:g} s and was stopped"
+                              + (f" (at {where})" if where else "")
+                              + "; look for a loop that never ends or work that grows too fast")
     except SystemExit as error:
         where = _reader_line(error, fn)
         return None, ("called sys.exit()/exit()" + (f" at {where}" if where else "")
@@ -330,6 +330,10 @@ def _call(fn, args, kwargs, limit, say, case_name=""):
     if time.monotonic() - start > limit:  # no alarm here (not the main thread): judged afterwards
         return None, f"took {time.monotonic() - start:.1f} s, longer than the limit of {limit:g} s"
     return value, None
+
+
+class _Timeout(str):
+    """A failure message that also says the case ran out of time (later cases are skipped)."""
 
 
 class _Stub(str):
@@ -369,6 +373,8 @@ def _judge(spec, expected, actual):
         return _Stub("returned ... (Ellipsis): replace the ... with your code")
     if spec.compare is None:
         return _compare(expected, actual, spec.atol, spec.rtol)
+    if _is_numpy(actual) and isinstance(expected, numbers.Number):
+        actual = _as_number(actual)  # numpy.int64 is a fine answer where an int is expected
     if _is_numpy(actual) and not _is_numpy(expected):
         return (f"returned {_describe(actual)}; return a torch.Tensor (stay in torch, or "
                 f"torch.from_numpy(...))")
@@ -407,8 +413,13 @@ def check(name, fn, *, verbose=True, time_limit=None):
     with _reader_state_kept():
         torch.manual_seed(0)
         cases = list(spec.cases())
-        failures, lines, stubs = [], [], []
-        for case in cases:
+        failures, lines, stubs, skipped = [], [], [], 0
+        for number, case in enumerate(cases):
+            if failures and failures[-1].startswith("timeout"):
+                skipped = len(cases) - number
+                lines.append(f"  ---- {skipped} more case(s) not run after the time limit")
+                failures[-1] = failures[-1][len("timeout"):]
+                break
             expected = spec.reference(*_clone(case.args), **_clone(case.kwargs))
             args, kwargs = _clone(case.args), _clone(case.kwargs)
             pristine_args, pristine_kwargs = _clone(case.args), _clone(case.kwargs)
@@ -425,7 +436,8 @@ def check(name, fn, *, verbose=True, time_limit=None):
             stubs.append(isinstance(message, _Stub))
             if message:
                 hint = f" Hint: {spec.hint}" if spec.hint else ""
-                failures.append(f"case '{case.name}': {message}.{hint}")
+                timeout = "timeout" if isinstance(message, _Timeout) else ""
+                failures.append(f"{timeout}case '{case.name}': {message}.{hint}")
             lines.append(f"  {'FAIL' if message else 'ok  '} {case.name}"
                          + (f": {message}" if message else ""))
     if cases and all(stubs):
@@ -438,10 +450,12 @@ def check(name, fn, *, verbose=True, time_limit=None):
                     f"against {len(cases)} cases.")
         say(line)
         return CheckResult(name, False, [line])
+    failures = [f[len("timeout"):] if f.startswith("timeout") else f for f in failures]
     passed = not failures
     header = f"Checking {label} against {name!r}:"
     footer = (f"All {len(cases)} cases passed." if passed
-              else f"{len(failures)} of {len(cases)} cases failed.")
+              else f"{len(failures)} of {len(cases)} cases failed"
+              + (f", {skipped} not run." if skipped else "."))
     report = [header, *lines, footer]
     if not passed and spec.hint:
         report.append(f"Hint: {spec.hint}")
