@@ -27,17 +27,19 @@ __all__ = ["masked_softmax", "merge_heads", "scaled_dot_product_attention", "spl
 
 
 def _softmax_allowed(scores, allowed=None, *, in_place=False):
-    """Softmax over the last axis of ``scores`` using only the keys where ``allowed`` is True.
+    """Softmax over the last axis, using only the keys where ``allowed`` is True.
 
-    A row with no allowed key gets all-zero weights, never NaN, and finite gradients: such a
-    row is first allowed every key (so the softmax is well defined) and zeroed afterwards.
+    A row with no allowed key gets all-zero weights, never NaN, and finite
+    gradients: such a row is first allowed every key (so the softmax is well
+    defined) and zeroed afterwards.
     """
     if in_place:  # scores nobody else holds, no autograd: reuse their memory
         return _softmax_allowed_(scores, allowed)
     if allowed is None:
         return scores.softmax(dim=-1)
-    any_key = allowed.any(dim=-1, keepdim=True)  # (..., Lq, 1): does the row allow any key?
-    weights = scores.masked_fill(~(allowed | ~any_key), float("-inf")).softmax(dim=-1)
+    any_key = allowed.any(dim=-1, keepdim=True)  # (..., Lq, 1): any key allowed?
+    blocked = ~(allowed | ~any_key)  # rows without any allowed key block nothing
+    weights = scores.masked_fill(blocked, float("-inf")).softmax(dim=-1)
     return weights.masked_fill(~allowed, 0.0)
 
 
@@ -54,12 +56,14 @@ def _softmax_allowed_(scores, allowed=None):
 
 
 def _attention(query, key, value, mask=None, scale=1.0, dropout_p=0.0):
-    """The maths, on checked inputs: softmax(query @ key^T * scale) @ value, and the weights."""
-    scores = (query * scale) @ key.transpose(-2, -1)  # (..., Lq, Dk) @ (..., Dk, Lk) -> (..., Lq, Lk)
+    """softmax(query @ key^T * scale) @ value, and the weights (checked inputs)."""
+    # (..., Lq, Dk) @ (..., Dk, Lk) -> (..., Lq, Lk)
+    scores = (query * scale) @ key.transpose(-2, -1)
     weights = _softmax_allowed(scores, mask, in_place=not scores.requires_grad)
     if dropout_p > 0.0:
         weights = torch.nn.functional.dropout(weights, p=dropout_p)
-    return weights @ value, weights  # (..., Lq, Lk) @ (..., Lk, Dv) -> (..., Lq, Dv)
+    # (..., Lq, Lk) @ (..., Lk, Dv) -> (..., Lq, Dv)
+    return weights @ value, weights
 
 
 def scaled_dot_product_attention(query, key, value, mask=None, *, dropout_p=0.0, scale=None):
@@ -128,4 +132,5 @@ def merge_heads(x):
 def _merge_heads(x):
     """The reshape of ``merge_heads``, on checked inputs."""
     B, H, L, Dh = x.shape
-    return x.transpose(1, 2).reshape(B, L, H * Dh)  # (B, H, L, Dh) -> (B, L, H, Dh) -> (B, L, D)
+    x = x.transpose(1, 2)  # (B, H, L, Dh) -> (B, L, H, Dh)
+    return x.reshape(B, L, H * Dh)  # (B, L, H, Dh) -> (B, L, D)
