@@ -284,7 +284,7 @@ def _call(fn, args, kwargs, limit, say, case_name=""):
     start = time.monotonic()
     use_alarm = (hasattr(signal, "setitimer")
                  and threading.current_thread() is threading.main_thread())
-    state = {"running": True}
+    state = {"running": True, "said": 0}
 
     def tick(signum, frame):
         if not state["running"]:
@@ -293,12 +293,15 @@ def _call(fn, args, kwargs, limit, say, case_name=""):
         if elapsed >= limit:
             state["running"] = False
             raise _TimeLimit(elapsed)
-        say(f"  ... case '{case_name}' still running ({elapsed:.0f} s; the limit is {limit:g} s)")
+        if elapsed >= (state["said"] + 1) * _TICK:  # a sign of life every _TICK seconds
+            state["said"] = int(elapsed // _TICK)
+            say(f"  ... case '{case_name}' still running ({elapsed:.0f} s; the limit is "
+                f"{limit:g} s)")
 
     if use_alarm:
         old_handler = signal.signal(signal.SIGALRM, tick)
-        first = min(_TICK, limit)
-        old_timer = signal.setitimer(signal.ITIMER_REAL, first, min(_TICK, limit))
+        step = min(0.25, limit)
+        old_timer = signal.setitimer(signal.ITIMER_REAL, step, step)
     try:
         try:
             value = fn(*args, **kwargs)
