@@ -56,6 +56,12 @@ class MultiHeadAttention(nn.Module):
 
     With ``num_kv_heads`` < ``num_heads`` (grouped-query attention) each key/value head serves
     num_heads / num_kv_heads consecutive query heads.
+
+    ``forward`` checks its arguments first (``mha._checks``): all tensors on the layer's device
+    and in its dtype, ``is_causal`` and ``need_weights`` bools, and a 3-D ``mask`` refused
+    unless its first axis is 1, since (B, Lq, Lk) and (H, Lq, Lk) broadcast alike when B == H:
+    write ``mask[:, None]`` (B, 1, Lq, Lk) for one mask per sequence or ``mask[None]``
+    (1, H, Lq, Lk) for one per head.
     """
 
     def __init__(self, d_model, num_heads, *, num_kv_heads=None, kdim=None, vdim=None,
