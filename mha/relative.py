@@ -25,6 +25,10 @@ __all__ = ["RelativeMultiHeadAttention", "relative_positions"]
 
 def relative_positions(num_queries, num_keys, max_relative_position, device=None):
     """(Lq, Lk) indices into the tables: clip(j - i, -K, K) + K, in 0..2K."""
+    num_queries = _checks.check_int("num_queries", num_queries, minimum=0)
+    num_keys = _checks.check_int("num_keys", num_keys, minimum=0)
+    max_relative_position = _checks.check_int("max_relative_position", max_relative_position,
+                                              minimum=0)
     i = torch.arange(num_queries, device=device)[:, None]  # (Lq, 1)
     j = torch.arange(num_keys, device=device)[None, :]  # (1, Lk)
     K = max_relative_position
