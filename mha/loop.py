@@ -23,8 +23,7 @@ class MultiHeadAttentionLoop(nn.Module):
 
     def __init__(self, d_model, num_heads):
         super().__init__()
-        d_model, num_heads, *_ = _checks.check_layer_args(d_model, num_heads, num_heads, None,
-                                                          None, 0.0)
+        d_model, num_heads = _check_loop_args(d_model, num_heads)
         self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads
         self.heads = nn.ModuleList(AttentionHead(d_model, self.d_head) for _ in range(num_heads))
         self.W_o = nn.Linear(d_model, d_model, bias=False)
@@ -49,6 +48,12 @@ class MultiHeadAttentionLoop(nn.Module):
                 getattr(layer, name).weight.copy_(stacked)  # -> (H*Dh, D): head h at rows h*Dh..
             layer.W_o.weight.copy_(w)
         return layer.train(self.training)
+
+
+def _check_loop_args(d_model, num_heads):
+    """Positive ints, d_model divisible by num_heads: returns them as ints."""
+    d_model, num_heads, *_ = _checks.check_layer_args(d_model, num_heads, num_heads, None, None, 0)
+    return d_model, num_heads
 
 
 def _check_loop_input(loop, x, mask, is_causal):
