@@ -175,8 +175,7 @@ def check_layer_args(d_model, num_heads, num_kv_heads, kdim, vdim, dropout, bias
         )
     kdim = None if kdim is None else check_positive_int("kdim", kdim)
     vdim = None if vdim is None else check_positive_int("vdim", vdim)
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-        raise ValueError(f"dropout must be a probability in [0, 1); got {dropout!r}")
+    check_probability("dropout", dropout)
     check_bool("bias", bias)
     check_device_arg("device", device)
     check_dtype_arg("dtype", dtype)
