@@ -27,7 +27,7 @@ __all__ = ["masked_softmax", "merge_heads", "scaled_dot_product_attention", "spl
 
 
 def _softmax_allowed(scores, allowed=None, *, in_place=False):
-    """Softmax over the last axis, using only the keys where ``allowed`` is True.
+    """Softmax over the last axis, using only the keys ``allowed`` (True).
 
     A row with no allowed key gets all-zero weights, never NaN, and finite
     gradients: such a row is first allowed every key (so the softmax is well
@@ -37,8 +37,8 @@ def _softmax_allowed(scores, allowed=None, *, in_place=False):
         return _softmax_allowed_(scores, allowed)
     if allowed is None:
         return scores.softmax(dim=-1)
-    any_key = allowed.any(dim=-1, keepdim=True)  # (..., Lq, 1): any key allowed?
-    blocked = ~(allowed | ~any_key)  # rows without any allowed key block nothing
+    any_key = allowed.any(dim=-1, keepdim=True)  # (..., Lq, 1): any key at all?
+    blocked = ~(allowed | ~any_key)  # a row with no allowed key blocks nothing
     weights = scores.masked_fill(blocked, float("-inf")).softmax(dim=-1)
     return weights.masked_fill(~allowed, 0.0)
 
@@ -56,7 +56,7 @@ def _softmax_allowed_(scores, allowed=None):
 
 
 def _attention(query, key, value, mask=None, scale=1.0, dropout_p=0.0):
-    """softmax(query @ key^T * scale) @ value, and the weights (checked inputs)."""
+    """softmax(query @ key^T * scale) @ value, and the weights (checked)."""
     # (..., Lq, Dk) @ (..., Dk, Lk) -> (..., Lq, Lk)
     scores = (query * scale) @ key.transpose(-2, -1)
     weights = _softmax_allowed(scores, mask, in_place=not scores.requires_grad)

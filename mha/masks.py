@@ -37,7 +37,7 @@ def causal_mask(num_queries, num_keys=None, *, device=None):
 
 
 def _causal_mask(num_queries, num_keys, device=None):
-    """The lower triangle of ``causal_mask``, on checked arguments (Lq or Lk may be 0)."""
+    """The triangle of ``causal_mask``, on checked arguments (Lq, Lk >= 0)."""
     ones = torch.ones(num_queries, num_keys, dtype=torch.bool, device=device)
     return ones.tril()  # (Lq, Lk): True where j <= i
 
@@ -59,7 +59,7 @@ def _lens_to_mask(valid_lens, num_queries, num_keys):
     """The comparison of ``valid_lens_to_mask``, on checked arguments."""
     keys = torch.arange(num_keys, device=valid_lens.device)  # (Lk,)
     if valid_lens.dim() == 1:
-        valid_lens = valid_lens[:, None].expand(-1, num_queries)  # (B,) -> (B,Lq)
+        valid_lens = valid_lens[:, None].expand(-1, num_queries)  # -> (B, Lq)
     return keys < valid_lens[..., None]  # (Lk,) < (B, Lq, 1) -> (B, Lq, Lk)
 
 
