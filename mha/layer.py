@@ -9,14 +9,16 @@ stores the (Lq, Lk) weights; with ``need_weights=True`` the explicit
 softmax(Q K^T / sqrt(Dh)) V of ``mha.functional`` runs and the per-head weights come back.
 """
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from . import _checks
 from .cache import check_cache_call
-from .functional import merge_heads, scaled_dot_product_attention, split_heads
-from .masks import causal_mask, combine_masks
+from .functional import _attention, _merge_heads, _split_heads
+from .masks import _causal_mask, combine_masks
 
 __all__ = ["MultiHeadAttention"]
 
@@ -55,13 +57,20 @@ class MultiHeadAttention(nn.Module):
 
     With ``num_kv_heads`` < ``num_heads`` (grouped-query attention) each key/value head serves
     num_heads / num_kv_heads consecutive query heads.
+
+    ``forward`` checks its arguments first (``mha._checks``): all tensors on the layer's device
+    and in its dtype, ``is_causal`` and ``need_weights`` bools, and a 3-D ``mask`` refused
+    unless its first axis is 1, since (B, Lq, Lk) and (H, Lq, Lk) broadcast alike when B == H:
+    write ``mask[:, None]`` (B, 1, Lq, Lk) for one mask per sequence or ``mask[None]``
+    (1, H, Lq, Lk) for one per head.
     """
 
     def __init__(self, d_model, num_heads, *, num_kv_heads=None, kdim=None, vdim=None,
                  bias=False, dropout=0.0, device=None, dtype=None):
         super().__init__()
         num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-        _checks.check_layer_args(d_model, num_heads, num_kv_heads, kdim, vdim, dropout)
+        d_model, num_heads, num_kv_heads, kdim, vdim = _checks.check_layer_args(
+            d_model, num_heads, num_kv_heads, kdim, vdim, dropout, bias, device, dtype)
         self.d_model, self.num_heads, self.num_kv_heads = d_model, num_heads, num_kv_heads
         self.d_head, self.dropout = d_model // num_heads, float(dropout)
         self.kdim, self.vdim = kdim or d_model, vdim or d_model
@@ -86,22 +95,20 @@ class MultiHeadAttention(nn.Module):
             check_cache_call(cache, query, key, value)
         key = query if key is None else key
         value = key if value is None else value
-        _checks.check_layer_inputs(self, query, key, value)
-        (B, Lq, _), Lk, H = query.shape, key.size(1), self.num_heads
-        if head_mask is not None:
-            _checks.check_head_mask(head_mask, B, H)
         past = 0 if cache is None else cache.seq_len  # keys already cached, before the new ones
+        _checks.check_forward_args(self, query, key, value, mask, valid_lens, is_causal,
+                                   need_weights, head_mask, past=past)
+        (B, Lq, _), Lk, H = query.shape, key.size(1), self.num_heads
         allowed, causal = _layer_mask(mask, valid_lens, is_causal, (B, H, Lq, past + Lk),
                                       query.device, cached=cache is not None)
         q, k, v = self._project(query, key, value)  # (B, H, Lq, Dh), 2 x (B, Hkv, Lk, Dh)
-        offset = 0 if cache is None else cache.seq_len
-        q, k = self._position(q, k, offset)  # identity here; RotaryMultiHeadAttention rotates
+        q, k = self._position(q, k, past)  # identity here; RotaryMultiHeadAttention rotates
         if cache is not None:
             k, v = cache.append(k, v)  # (B, Hkv, P + Lk, Dh)
         out, weights = self._attend(q, k, v, allowed, causal, need_weights)  # (B, H, Lq, Dh)
         if head_mask is not None:
             out = out * head_mask.to(out).view(-1, H, 1, 1)  # (H,) or (B, H) -> (B|1, H, 1, 1)
-        return self.W_o(merge_heads(out)), weights  # (B, H, Lq, Dh) -> (B, Lq, H*Dh) -> (B, Lq, D)
+        return self.W_o(_merge_heads(out)), weights  # (B, H, Lq, Dh) -> (B, Lq, H*Dh) -> (B, Lq, D)
 
     def _position(self, q, k, offset):
         """Position information for q (B, H, Lq, Dh) and k (B, Hkv, Lk, Dh): the identity here
@@ -121,8 +128,8 @@ class MultiHeadAttention(nn.Module):
         else:
             q, k, v = self.W_q(query), self.W_k(key), self.W_v(value)
         # (B, L, H*Dh) -> (B, H, L, Dh) and (B, L, Hkv*Dh) -> (B, Hkv, L, Dh)
-        return (split_heads(q, self.num_heads), split_heads(k, self.num_kv_heads),
-                split_heads(v, self.num_kv_heads))
+        return (_split_heads(q, self.num_heads), _split_heads(k, self.num_kv_heads),
+                _split_heads(v, self.num_kv_heads))
 
     def _attend(self, q, k, v, allowed, causal, need_weights):
         """Attention of every head: (B, H, Lq, Dh) output and (B, H, Lq, Lk) weights or None."""
@@ -130,11 +137,11 @@ class MultiHeadAttention(nn.Module):
         if not need_weights:
             return fused_attention(q, k, v, allowed, causal, dropout_p), None
         if causal:
-            allowed = causal_mask(q.size(-2), k.size(-2), device=q.device)  # (Lq, Lk)
+            allowed = _causal_mask(q.size(-2), k.size(-2), device=q.device)  # (Lq, Lk)
         k, v = _repeat_kv(k, self.num_heads), _repeat_kv(v, self.num_heads)  # (B, H, Lk, Dh)
         # one copy each into (B, H, L, Dh) order: the two batched matmuls then need none
         q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-        return scaled_dot_product_attention(q, k, v, allowed, dropout_p=dropout_p)
+        return _attention(q, k, v, allowed, 1 / math.sqrt(self.d_head), dropout_p)
 
     @classmethod
     def from_torch(cls, module):
@@ -143,8 +150,8 @@ class MultiHeadAttention(nn.Module):
         return _from_torch(cls, module)
 
     def prune_heads(self, heads):
-        """Remove the query heads in ``heads`` for good (rows of W_q, columns of W_o; and the
-        rows of W_k and W_v when no other head uses them). Returns self."""
+        """Remove the query heads in ``heads`` (a list of int indices) for good (rows of W_q,
+        columns of W_o; and the rows of W_k and W_v when no other head uses them). Returns self."""
         _prune_heads(self, heads)
         return self
 
@@ -172,7 +179,7 @@ def _layer_mask(mask, valid_lens, is_causal, shape, device, cached=False):
     return combine_masks(mask, valid_lens, is_causal, shape, device), False
 
 
-def _from_torch(cls, module):
+def _from_torch(cls, module, **kwargs):
     if not isinstance(module, nn.MultiheadAttention):
         raise TypeError(f"module must be a torch.nn.MultiheadAttention; got {type(module).__name__}")
     if not module.batch_first:
@@ -188,7 +195,7 @@ def _from_torch(cls, module):
     out = module.out_proj.weight
     layer = cls(module.embed_dim, module.num_heads, kdim=module.kdim, vdim=module.vdim,
                 bias=module.in_proj_bias is not None, dropout=module.dropout,
-                device=out.device, dtype=out.dtype)
+                device=out.device, dtype=out.dtype, **kwargs)
     if module._qkv_same_embed_dim:
         weights = module.in_proj_weight.chunk(3)  # (3D, D) -> 3 x (D, D)
     else:
@@ -217,9 +224,7 @@ def _keep_rows(linear, rows, dim):
 
 def _prune_heads(layer, heads):
     H, Hkv, Dh = layer.num_heads, layer.num_kv_heads, layer.d_head
-    heads = sorted({int(h) for h in heads})
-    if any(not 0 <= h < H for h in heads):
-        raise ValueError(f"heads must be indices in 0..{H - 1} (num_heads = {H}); got {heads}")
+    heads = _checks.check_heads(heads, H)  # sorted, without repeats
     if len(heads) == H:
         raise ValueError(f"cannot prune all {H} heads (got heads = {heads}); keep at least one")
     group = H // Hkv  # query heads per key/value head

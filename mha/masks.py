@@ -31,10 +31,15 @@ def causal_mask(num_queries, num_keys=None, *, device=None):
     Aligned at the top left, like ``is_causal=True`` in ``F.scaled_dot_product_attention``
     (query i sees keys 0..i even when Lk != Lq). ``num_keys`` defaults to ``num_queries``.
     """
-    num_keys = num_queries if num_keys is None else num_keys
-    _checks.check_positive_int("num_queries", num_queries)
-    _checks.check_positive_int("num_keys", num_keys)
-    return torch.ones(num_queries, num_keys, dtype=torch.bool, device=device).tril()
+    num_queries = _checks.check_positive_int("num_queries", num_queries)
+    num_keys = num_queries if num_keys is None else _checks.check_positive_int("num_keys", num_keys)
+    return _causal_mask(num_queries, num_keys, _checks.check_device_arg("device", device))
+
+
+def _causal_mask(num_queries, num_keys, device=None):
+    """The triangle of ``causal_mask``, on checked arguments (Lq, Lk >= 0)."""
+    ones = torch.ones(num_queries, num_keys, dtype=torch.bool, device=device)
+    return ones.tril()  # (Lq, Lk): True where j <= i
 
 
 def valid_lens_to_mask(valid_lens, num_queries, num_keys, *, batch_size=None):
@@ -42,10 +47,19 @@ def valid_lens_to_mask(valid_lens, num_queries, num_keys, *, batch_size=None):
 
     valid_lens: integers, (B,) or (B, Lq). ``batch_size``, when given, is checked against B.
     """
+    num_queries = _checks.check_positive_int("num_queries", num_queries)
+    num_keys = _checks.check_positive_int("num_keys", num_keys)
+    if batch_size is not None:
+        batch_size = _checks.check_int("batch_size", batch_size, minimum=0)
     _checks.check_valid_lens(valid_lens, batch_size, num_queries)
+    return _lens_to_mask(valid_lens, num_queries, num_keys)
+
+
+def _lens_to_mask(valid_lens, num_queries, num_keys):
+    """The comparison of ``valid_lens_to_mask``, on checked arguments."""
     keys = torch.arange(num_keys, device=valid_lens.device)  # (Lk,)
     if valid_lens.dim() == 1:
-        valid_lens = valid_lens[:, None].expand(-1, num_queries)  # (B,) -> (B, Lq)
+        valid_lens = valid_lens[:, None].expand(-1, num_queries)  # -> (B, Lq)
     return keys < valid_lens[..., None]  # (Lk,) < (B, Lq, 1) -> (B, Lq, Lk)
 
 
@@ -81,22 +95,30 @@ def convert_mask(mask, *, source, target, num_keys=None):
     (B, 1) come back as (B,)).
     """
     for name, value in (("source", source), ("target", target)):
-        if value not in CONVENTIONS:
+        if not isinstance(value, str) or value not in CONVENTIONS:
             raise ValueError(f"{name} must be one of {CONVENTIONS}; got {value!r}")
     _checks.check_tensor("mask", mask)
+    if num_keys is not None:
+        num_keys = _checks.check_positive_int("num_keys", num_keys)
     if source == "valid_lens":
         if num_keys is None:
             raise ValueError("num_keys is required to convert from source='valid_lens'")
         lens = mask
+        _checks.check_integer_tensor("mask", lens)  # the lengths, when source='valid_lens'
         num_queries = lens.size(1) if lens.dim() == 2 else 1
         allowed = valid_lens_to_mask(lens, num_queries, num_keys)  # (B, Lq, Lk)
         allowed = allowed.unsqueeze(1)  # (B, Lq, Lk) -> (B, 1, Lq, Lk)
     elif source == "zero_blocked":
+        if mask.dtype.is_complex:
+            raise TypeError(f"a mask with source='zero_blocked' must be real; got dtype {mask.dtype}")
         allowed = mask != 0
     elif mask.dtype != torch.bool:
         raise TypeError(f"a mask with source={source!r} must be bool; got dtype {mask.dtype}")
     else:
         allowed = mask if source == "sdpa" else ~mask
+    if source != "valid_lens" and num_keys is not None:
+        raise ValueError(f"num_keys is used only with source='valid_lens'; got num_keys={num_keys} "
+                         f"with source={source!r}")
     if target == "sdpa":
         return allowed
     if target == "nn_mha":
@@ -110,22 +132,22 @@ def combine_masks(mask, valid_lens, is_causal, shape, device):
     """The one bool mask (True = may attend) a layer uses, or None when nothing is masked.
 
     mask: bool, broadcastable to shape = (B, H, Lq, Lk); valid_lens: (B,) or (B, Lq);
-    is_causal: query i sees keys 0..i. Returns a mask broadcastable to (B, H, Lq, Lk).
+    is_causal: query i sees keys 0..i. All on ``device``. Returns a mask broadcastable to
+    (B, H, Lq, Lk). Lq or Lk may be 0.
     """
     B, _, Lq, Lk = shape
-    if not isinstance(is_causal, bool):
-        raise TypeError(f"is_causal must be a bool; got {is_causal!r}")
+    _checks.check_bool("is_causal", is_causal)
     allowed = None
     if mask is not None:
-        _checks.check_bool_mask(mask, shape, "(B, H, Lq, Lk)")
-        allowed = mask.to(device)
+        _checks.check_bool_mask(mask, shape, "(B, H, Lq, Lk)", device)
+        allowed = mask
     if valid_lens is not None:
-        _checks.check_valid_lens(valid_lens, B, Lq)
+        _checks.check_valid_lens(valid_lens, B, Lq, device)
         rows = Lq if valid_lens.dim() == 2 else 1  # lengths (B,) need only one row
-        lens_mask = valid_lens_to_mask(valid_lens.to(device), rows, Lk, batch_size=B)
+        lens_mask = _lens_to_mask(valid_lens, rows, Lk)  # (B, Lq or 1, Lk)
         lens_mask = lens_mask.unsqueeze(1)  # (B, Lq or 1, Lk) -> (B, 1, Lq or 1, Lk)
         allowed = lens_mask if allowed is None else allowed & lens_mask
     if is_causal:
-        causal = causal_mask(Lq, Lk, device=device)  # (Lq, Lk)
+        causal = _causal_mask(Lq, Lk, device=device)  # (Lq, Lk)
         allowed = causal if allowed is None else allowed & causal
     return allowed

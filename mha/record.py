@@ -5,6 +5,9 @@ Shape legend: B batch, H heads, Lq/Lk query/key lengths (see ``mha.functional``)
 
 import contextlib
 
+from torch import nn
+
+from . import _checks
 from .layer import MultiHeadAttention
 
 __all__ = ["record_attention"]
@@ -25,12 +28,18 @@ def record_attention(model):
     ends. The layers run their explicit (weights) path while recording, even if the caller asked
     for ``need_weights=False``, and still return what the caller asked for (weights or None);
     the hooks are removed on exit, also when the block raises.
+
+    A ``model`` that holds no ``MultiHeadAttention`` is an error (``ValueError``), not an empty
+    dict: ``torch.nn.MultiheadAttention`` layers are not recorded (convert them with
+    ``MultiHeadAttention.from_torch``).
     """
+    layers = _attention_layers(model)
     calls = {}
     handles = []
 
     def before(module, args, kwargs):
-        module._mha_asked_weights = kwargs.get("need_weights", False)
+        module._mha_asked_weights = _checks.check_bool("need_weights",
+                                                       kwargs.get("need_weights", False))
         return args, {**kwargs, "need_weights": True}
 
     def after(name):
@@ -43,11 +52,9 @@ def record_attention(model):
 
     recorded = {}
     try:
-        for name, module in model.named_modules():
-            if isinstance(module, MultiHeadAttention):
-                name = name or type(module).__name__
-                handles.append(module.register_forward_pre_hook(before, with_kwargs=True))
-                handles.append(module.register_forward_hook(after(name), with_kwargs=True))
+        for name, module in layers:
+            handles.append(module.register_forward_pre_hook(before, with_kwargs=True))
+            handles.append(module.register_forward_hook(after(name), with_kwargs=True))
         yield recorded
     finally:
         for handle in handles:
@@ -55,3 +62,21 @@ def record_attention(model):
         for module in model.modules():
             module.__dict__.pop("_mha_asked_weights", None)
         recorded.update({k: v[0] if len(v) == 1 else v for k, v in calls.items()})
+
+
+def _attention_layers(model):
+    """[(name, layer)] for every ``MultiHeadAttention`` in ``model``; an error if there is none."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
+    layers = [(name or type(m).__name__, m) for name, m in model.named_modules()
+              if isinstance(m, MultiHeadAttention)]
+    if not layers:
+        torch_layers = [n or type(m).__name__ for n, m in model.named_modules()
+                        if isinstance(m, nn.MultiheadAttention)]
+        hint = (f"; it has torch.nn.MultiheadAttention layers ({', '.join(torch_layers[:3])}): "
+                f"convert them with mha.MultiHeadAttention.from_torch" if torch_layers else "")
+        raise ValueError(
+            f"model ({type(model).__name__}) contains no mha.MultiHeadAttention layer, so "
+            f"record_attention would record nothing{hint}"
+        )
+    return layers

@@ -17,14 +17,18 @@ from torch import nn
 
 from . import _checks
 from .functional import _softmax_allowed
-from .layer import MultiHeadAttention, _repeat_kv
-from .masks import causal_mask
+from .layer import MultiHeadAttention, _from_torch, _repeat_kv
+from .masks import _causal_mask
 
 __all__ = ["RelativeMultiHeadAttention", "relative_positions"]
 
 
 def relative_positions(num_queries, num_keys, max_relative_position, device=None):
     """(Lq, Lk) indices into the tables: clip(j - i, -K, K) + K, in 0..2K."""
+    num_queries = _checks.check_int("num_queries", num_queries, minimum=0)
+    num_keys = _checks.check_int("num_keys", num_keys, minimum=0)
+    max_relative_position = _checks.check_int("max_relative_position", max_relative_position,
+                                              minimum=0)
     i = torch.arange(num_queries, device=device)[:, None]  # (Lq, 1)
     j = torch.arange(num_keys, device=device)[None, :]  # (1, Lk)
     K = max_relative_position
@@ -41,11 +45,9 @@ class RelativeMultiHeadAttention(MultiHeadAttention):
     """
 
     def __init__(self, d_model, num_heads, *, max_relative_position=16, **kwargs):
+        max_relative_position = _checks.check_int("max_relative_position", max_relative_position,
+                                                  minimum=0)
         super().__init__(d_model, num_heads, **kwargs)
-        if isinstance(max_relative_position, bool) or not isinstance(max_relative_position, int):
-            raise TypeError(f"max_relative_position must be an int; got {max_relative_position!r}")
-        if max_relative_position < 0:
-            raise ValueError(f"max_relative_position must be >= 0; got {max_relative_position}")
         self.max_relative_position = max_relative_position
         w = self.W_q.weight
         kw = {"device": w.device, "dtype": w.dtype}
@@ -65,7 +67,7 @@ class RelativeMultiHeadAttention(MultiHeadAttention):
     def _attend(self, q, k, v, allowed, causal, need_weights):
         (Lq, Dh), Lk = q.shape[-2:], k.size(-2)
         if causal:
-            allowed = causal_mask(Lq, Lk, device=q.device)  # (Lq, Lk)
+            allowed = _causal_mask(Lq, Lk, device=q.device)  # (Lq, Lk)
         if allowed is not None:
             _checks.check_bool_mask(allowed, (*q.shape[:2], Lq, Lk), "(B, H, Lq, Lk)")
         k, v = _repeat_kv(k, self.num_heads), _repeat_kv(v, self.num_heads)  # (B, H, Lk, Dh)
@@ -80,6 +82,18 @@ class RelativeMultiHeadAttention(MultiHeadAttention):
         out = weights @ v  # (B, H, Lq, Lk) @ (B, H, Lk, Dh) -> (B, H, Lq, Dh)
         out = out + torch.einsum("bhqk,qkd->bhqd", weights, a_v)  # sum_j w_ij a^V_ij
         return out, (weights if need_weights else None)
+
+    @classmethod
+    def from_torch(cls, module, *, max_relative_position=16):
+        """The same function as a ``batch_first`` ``torch.nn.MultiheadAttention``: its weights
+        copied as in ``MultiHeadAttention.from_torch``, and both relative tables set to **zero**
+        (so the layer computes exactly what the torch module computes, a starting point from
+        which training can learn the tables; random tables would change the function)."""
+        layer = _from_torch(cls, module, max_relative_position=max_relative_position)
+        with torch.no_grad():
+            layer.relative_key.weight.zero_()
+            layer.relative_value.weight.zero_()
+        return layer
 
     def extra_repr(self):
         return super().extra_repr() + f", max_relative_position={self.max_relative_position}"

@@ -3,6 +3,7 @@ expected: never a bare shape error from deep inside a matmul."""
 
 import re
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -134,6 +135,48 @@ CASES = {
         torch.ones(2, 3, 4, 5).bool(), source="sdpa", target="valid_lens"), ValueError,
         ("the mask must have shape (B, Lk), (B, 1, Lk), (B, Lq, Lk) or (B, 1, Lq, Lk); "
         "got shape (2, 3, 4, 5)")),
+    # the examples of issue 16: each was a torch error from deep inside or a silent result
+    "sdpa dtype mixture": (lambda: mha.scaled_dot_product_attention(
+        torch.randn(3, 4), torch.randn(5, 4).double(), torch.randn(5, 2)), TypeError,
+        "key has dtype torch.float64 but query has torch.float32"),
+    "sdpa batch broadcast": (lambda: mha.scaled_dot_product_attention(
+        torch.randn(2, 3, 4), torch.randn(3, 5, 4), torch.randn(3, 5, 2)), ValueError,
+        "the batch dimensions (all but the last two) must broadcast; got query (2,), key (3,)"),
+    "head float64": (lambda: mha.AttentionHead(32, 8)(x.double()), TypeError,
+                     "x has dtype torch.float64 but the layer's weights are torch.float32"),
+    "loop float64": (lambda: mha.MultiHeadAttentionLoop(32, 4)(x.double()), TypeError,
+                     "x has dtype torch.float64 but the layer's weights are torch.float32"),
+    "masked_softmax numpy": (lambda: mha.masked_softmax(np.zeros((2, 3))), TypeError,
+                             "scores must be a torch.Tensor; got ndarray; convert it with "
+                             "torch.from_numpy(scores)"),
+    "mask on meta": (lambda: layer(x, mask=torch.ones(5, 5, dtype=torch.bool, device="meta")),
+                     ValueError, "mask is on device meta but the inputs are on cpu"),
+    "sdpa mask on meta": (lambda: mha.scaled_dot_product_attention(
+        x, x, x, torch.ones(5, 5, dtype=torch.bool, device="meta")), ValueError,
+        "mask is on device meta but the inputs are on cpu"),
+    "dropout_p negative": (lambda: mha.scaled_dot_product_attention(x, x, x, dropout_p=-0.1),
+                           ValueError, "dropout_p must be a probability in [0, 1); got -0.1"),
+    "need_weights str": (lambda: layer(x, need_weights="no"), TypeError,
+                         "need_weights must be a bool; got 'no' (str)"),
+    "bias str": (lambda: mha.MultiHeadAttention(32, 4, bias="no"), TypeError,
+                 "bias must be a bool; got 'no' (str)"),
+    "prune str": (lambda: mha.MultiHeadAttention(32, 4).prune_heads("01"), TypeError,
+                  "heads must be a list of int head indices, e.g. [0, 1]; got '01' (str)"),
+    "num_keys float": (lambda: mha.valid_lens_to_mask(torch.tensor([1, 2]), 3, 2.5), TypeError,
+                       "num_keys must be an int; got 2.5 (float)"),
+    "record no layer": (lambda: mha.record_attention(nn.Linear(2, 2)).__enter__(), ValueError,
+                        "model (Linear) contains no mha.MultiHeadAttention layer"),
+    "3-D mask": (lambda: mha.MultiHeadAttention(32, 2)(x, mask=torch.ones(2, 5, 5).bool()),
+                 ValueError, "mask of shape (2, 5, 5) is 3-D, which is ambiguous in a layer: "
+                 "write mask[:, None] for (B, 1, Lq, Lk) (one mask per sequence, shared by the "
+                 "heads) or mask[None] for (1, H, Lq, Lk) (one mask per head)"),
+    "scale str": (lambda: mha.scaled_dot_product_attention(x, x, x, scale="1"), TypeError,
+                  "scale must be a number; got '1' (str)"),
+    "integer query": (lambda: mha.scaled_dot_product_attention(
+        torch.ones(3, 4, dtype=torch.long), torch.randn(5, 4), torch.randn(5, 2)), TypeError,
+        "query must be a floating-point tensor (e.g. torch.float32); got dtype torch.int64"),
+    "layer on another device": (lambda: layer(x.to("meta")), ValueError,
+                                "query is on device meta but the layer's weights are on cpu"),
 }
 
 

@@ -1,0 +1,535 @@
+"""Property-based bad input: hypothesis generates wrong calls across the whole public API and
+every one must raise ``ValueError`` or ``TypeError`` whose message names the argument, at once
+(never a bare error from inside torch, never a silent result).
+
+Each family below draws wrong values for one argument (or one way of combining arguments) of
+one function or class; ``test_wrong_call_names_the_argument`` runs every family for the
+up to 40 examples (fewer where a family has fewer distinct wrong calls; ``WRONG_CALLS``
+counts them in a run). Shapes: B batch, H heads, L length, D d_model.
+"""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+import mha
+
+WRONG_CALLS = [0]
+
+# --- wrong values ------------------------------------------------------------------------------
+
+NOT_AN_INT = st.one_of(
+    st.booleans(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=3),
+    st.just([2]),
+    st.just(torch.tensor(2.0)),
+)
+NOT_POSITIVE = st.integers(max_value=0)
+BAD_POSITIVE_INT = st.one_of(NOT_AN_INT, NOT_POSITIVE)
+NOT_A_BOOL = st.one_of(st.integers(), st.floats(allow_nan=False), st.text(max_size=3),
+                       st.just(None), st.just(torch.tensor(True)), st.just(np.bool_(True)))
+BAD_PROBABILITY = st.one_of(
+    st.floats(max_value=-1e-9, allow_nan=False, allow_infinity=True),
+    st.floats(min_value=1.0, allow_nan=False, allow_infinity=True),
+    st.booleans(), st.text(max_size=3), st.just(None),
+)
+BAD_SCALE = st.one_of(st.booleans(), st.text(max_size=3), st.just(float("nan")),
+                      st.just(float("inf")), st.just([1.0]), st.just(torch.ones(2)))
+
+
+def not_a_tensor(shape=(2, 5, 8)):
+    """Wrong types where a tensor is meant: a list, a numpy array, a number, a str, None."""
+    return st.sampled_from(["list", "numpy", "float", "str", "none"]).map(
+        lambda kind: {"list": torch.zeros(shape).tolist(), "numpy": np.zeros(shape),
+                      "float": 1.0, "str": "x", "none": None}[kind])
+
+
+INT_DTYPES = st.sampled_from([torch.int64, torch.int32, torch.bool, torch.uint8])
+OTHER_FLOAT = st.sampled_from([torch.float64, torch.float16, torch.bfloat16])
+META = torch.device("meta")
+
+
+def t(*shape, dtype=torch.float32, device="cpu"):
+    return torch.randn(shape, device=device).to(dtype) if dtype.is_floating_point else \
+        torch.ones(shape, dtype=dtype, device=device)
+
+
+def layer(**kwargs):
+    return mha.MultiHeadAttention(8, 2, **kwargs)
+
+
+sdpa = mha.scaled_dot_product_attention
+
+
+def family(strategy):
+    """A strategy of (call, argument name) pairs."""
+    return strategy
+
+
+FAMILIES = {}
+
+
+def register(name):
+    def wrap(builder):
+        FAMILIES[name] = builder()
+        return builder
+
+    return wrap
+
+
+# --- scaled_dot_product_attention -----------------------------------------------------------
+
+
+@register("sdpa: q/k/v not a tensor")
+def _():
+    return st.tuples(st.sampled_from(["query", "key", "value"]), not_a_tensor((3, 4))).map(
+        lambda a: (lambda: sdpa(**{"query": t(3, 4), "key": t(5, 4), "value": t(5, 2),
+                                   a[0]: a[1]}), a[0]))
+
+
+@register("sdpa: q/k/v integer dtype")
+def _():
+    return st.tuples(st.sampled_from(["query", "key", "value"]), INT_DTYPES).map(
+        lambda a: (lambda: sdpa(**{"query": t(3, 4), "key": t(5, 4), "value": t(5, 2),
+                                   a[0]: t(3 if a[0] == "query" else 5, 4, dtype=a[1])}), a[0]))
+
+
+@register("sdpa: dtype mixture")
+def _():
+    return st.tuples(st.sampled_from(["key", "value"]), OTHER_FLOAT).map(
+        lambda a: (lambda: sdpa(**{"query": t(3, 4), "key": t(5, 4), "value": t(5, 4),
+                                   a[0]: t(5, 4, dtype=a[1])}), a[0]))
+
+
+@register("sdpa: q/k/v on another device")
+def _():
+    return st.sampled_from(["key", "value"]).map(
+        lambda n: (lambda: sdpa(**{"query": t(3, 4), "key": t(5, 4), "value": t(5, 4),
+                                   n: t(5, 4, device=META)}), n))
+
+
+@register("sdpa: fewer than 2 dims")
+def _():
+    return st.tuples(st.sampled_from(["query", "key", "value"]), st.integers(0, 1)).map(
+        lambda a: (lambda: sdpa(**{"query": t(3, 4), "key": t(5, 4), "value": t(5, 4),
+                                   a[0]: t(*[4] * a[1])}), a[0]))
+
+
+@register("sdpa: feature / length mismatch")
+def _():
+    return st.tuples(st.integers(1, 6), st.integers(1, 6), st.booleans()).filter(
+        lambda a: a[0] != a[1]).map(
+        lambda a: ((lambda: sdpa(t(3, a[0]), t(5, a[1]), t(5, 2))), "key") if a[2] else
+        ((lambda: sdpa(t(3, 4), t(a[0], 4), t(a[1], 2))), "value"))
+
+
+@register("sdpa: batch dims that cannot broadcast")
+def _():
+    return st.tuples(st.integers(2, 4), st.integers(2, 4)).filter(lambda a: a[0] != a[1]).map(
+        lambda a: (lambda: sdpa(t(a[0], 3, 4), t(a[1], 5, 4), t(a[1], 5, 2)), "key"))
+
+
+@register("sdpa: mask wrong dtype")
+def _():
+    return st.sampled_from([torch.float32, torch.int64, torch.uint8]).map(
+        lambda d: (lambda: sdpa(t(3, 4), t(5, 4), t(5, 2), t(3, 5, dtype=d)), "mask"))
+
+
+@register("sdpa: mask wrong shape or device")
+def _():
+    return st.one_of(
+        st.tuples(st.integers(2, 6), st.integers(2, 6)).filter(lambda a: a != (3, 5)).map(
+            lambda a: (lambda: sdpa(t(3, 4), t(5, 4), t(5, 2), t(*a, dtype=torch.bool)), "mask")),
+        st.just((lambda: sdpa(t(3, 4), t(5, 4), t(5, 2), t(3, 5, dtype=torch.bool, device=META)),
+                 "mask")),
+        not_a_tensor((3, 5)).filter(lambda m: m is not None).map(
+            lambda m: (lambda: sdpa(t(3, 4), t(5, 4), t(5, 2), m), "mask")),
+    )
+
+
+@register("sdpa: dropout_p")
+def _():
+    return BAD_PROBABILITY.map(
+        lambda p: (lambda: sdpa(t(3, 4), t(5, 4), t(5, 2), dropout_p=p), "dropout_p"))
+
+
+@register("sdpa: scale")
+def _():
+    return BAD_SCALE.map(lambda s: (lambda: sdpa(t(3, 4), t(5, 4), t(5, 2), scale=s), "scale"))
+
+
+# --- masked_softmax, masks --------------------------------------------------------------------
+
+
+@register("masked_softmax: scores")
+def _():
+    return st.one_of(not_a_tensor((2, 3, 4)).map(lambda s: (s, None)),
+                     INT_DTYPES.map(lambda d: (t(2, 3, 4, dtype=d), None)),
+                     st.integers(1, 2).map(lambda n: (t(*[4] * n), torch.tensor([1, 2])))).map(
+        lambda a: (lambda: mha.masked_softmax(*a), "scores"))
+
+
+@register("masked_softmax: valid_lens")
+def _():
+    bad = st.one_of(
+        not_a_tensor((2,)).filter(lambda v: v is not None),
+        st.sampled_from([torch.float32, torch.bool]).map(lambda d: t(2, dtype=d)),
+        st.integers(1, 5).filter(lambda n: n != 2).map(lambda n: torch.ones(n, dtype=torch.long)),
+        st.integers(-5, -1).map(lambda n: torch.tensor([2, n])),
+        st.just(torch.ones(2, dtype=torch.long, device=META)),
+        st.integers(1, 5).filter(lambda n: n != 3).map(
+            lambda n: torch.ones(2, n, dtype=torch.long)),
+    )
+    return bad.map(lambda v: (lambda: mha.masked_softmax(t(2, 3, 4), v), "valid_lens"))
+
+
+@register("causal_mask: num_queries / num_keys")
+def _():
+    return st.tuples(st.sampled_from(["num_queries", "num_keys"]), BAD_POSITIVE_INT).map(
+        lambda a: (lambda: mha.causal_mask(**{"num_queries": 3, "num_keys": 4, a[0]: a[1]}),
+                   a[0]))
+
+
+@register("causal_mask: device")
+def _():
+    return st.sampled_from(["nowhere", 3.5, [0], object()]).map(
+        lambda d: (lambda: mha.causal_mask(3, device=d), "device"))
+
+
+@register("valid_lens_to_mask: ints")
+def _():
+    return st.tuples(st.sampled_from(["num_queries", "num_keys"]), BAD_POSITIVE_INT).map(
+        lambda a: (lambda: mha.valid_lens_to_mask(
+            torch.tensor([1, 2]), **{"num_queries": 3, "num_keys": 4, a[0]: a[1]}), a[0]))
+
+
+@register("valid_lens_to_mask: batch_size and lengths")
+def _():
+    return st.one_of(
+        NOT_AN_INT.map(lambda b: ((lambda: mha.valid_lens_to_mask(
+            torch.tensor([1, 2]), 3, 4, batch_size=b)), "batch_size")),
+        st.integers(0, 5).filter(lambda b: b != 2).map(lambda b: ((
+            lambda: mha.valid_lens_to_mask(torch.tensor([1, 2]), 3, 4, batch_size=b)),
+            "valid_lens")),
+        st.sampled_from([torch.float32, torch.bool]).map(lambda d: ((
+            lambda: mha.valid_lens_to_mask(t(2, dtype=d), 3, 4)), "valid_lens")),
+    )
+
+
+@register("convert_mask: source / target")
+def _():
+    bad = st.one_of(st.text(max_size=6).filter(lambda s: s not in mha.masks.CONVENTIONS),
+                    st.just(None), st.just(["sdpa"]), st.integers())
+    return st.tuples(st.sampled_from(["source", "target"]), bad).map(
+        lambda a: (lambda: mha.convert_mask(torch.ones(2, 3, dtype=torch.bool),
+                                            **{"source": "sdpa", "target": "nn_mha",
+                                               a[0]: a[1]}), a[0]))
+
+
+@register("convert_mask: mask and num_keys")
+def _():
+    return st.one_of(
+        not_a_tensor((2, 3)).map(lambda m: ((lambda: mha.convert_mask(
+            m, source="sdpa", target="nn_mha")), "mask")),
+        st.sampled_from(["sdpa", "nn_mha"]).map(lambda s: ((lambda: mha.convert_mask(
+            t(2, 3), source=s, target="zero_blocked")), "mask")),
+        BAD_POSITIVE_INT.map(lambda n: ((lambda: mha.convert_mask(
+            torch.tensor([1, 2]), source="valid_lens", target="sdpa", num_keys=n)), "num_keys")),
+        st.just(((lambda: mha.convert_mask(t(2), source="valid_lens", target="sdpa",
+                                           num_keys=3)), "mask")),
+    )
+
+
+# --- split / merge ---------------------------------------------------------------------------
+
+
+@register("split_heads")
+def _():
+    return st.one_of(
+        not_a_tensor().map(lambda x: ((lambda: mha.split_heads(x, 2)), "x")),
+        st.integers(0, 5).filter(lambda n: n != 3).map(lambda n: ((
+            lambda: mha.split_heads(t(*[8] * n), 2)), "x")),
+        BAD_POSITIVE_INT.map(lambda h: ((lambda: mha.split_heads(t(2, 5, 8), h)), "num_heads")),
+        st.integers(3, 7).filter(lambda h: 8 % h).map(lambda h: ((
+            lambda: mha.split_heads(t(2, 5, 8), h)), "num_heads")),
+    )
+
+
+@register("merge_heads")
+def _():
+    return st.one_of(
+        not_a_tensor((2, 2, 5, 4)).map(lambda x: ((lambda: mha.merge_heads(x)), "x")),
+        st.integers(0, 6).filter(lambda n: n != 4).map(lambda n: ((
+            lambda: mha.merge_heads(t(*[2] * n))), "x")),
+    )
+
+
+# --- AttentionHead, MultiHeadAttentionLoop ----------------------------------------------------
+
+
+@register("AttentionHead: constructor")
+def _():
+    return st.one_of(
+        st.tuples(st.sampled_from(["d_model", "d_head"]), BAD_POSITIVE_INT).map(
+            lambda a: ((lambda: mha.AttentionHead(**{"d_model": 8, "d_head": 4, a[0]: a[1]})),
+                       a[0])),
+        st.one_of(st.text(max_size=4).filter(lambda v: v not in ("shared", "qk", "qkv")),
+                  st.just(None), st.integers()).map(lambda v: ((
+                      lambda: mha.AttentionHead(8, 4, variant=v)), "variant")),
+    )
+
+
+@register("AttentionHead: forward")
+def _():
+    head = mha.AttentionHead(8, 4)
+    return st.one_of(
+        not_a_tensor().map(lambda x: ((lambda: head(x)), "x")),
+        OTHER_FLOAT.map(lambda d: ((lambda: head(t(2, 5, 8, dtype=d))), "x")),
+        st.integers(1, 12).filter(lambda f: f != 8).map(lambda f: ((lambda: head(t(2, 5, f))),
+                                                                   "x")),
+        st.just(((lambda: head(t(5, 8))), "x")),
+        st.just(((lambda: head(t(2, 5, 8, device=META))), "x")),
+        st.sampled_from([(3, 5, 5), (5, 4), (2, 1, 5, 5)]).map(lambda s: ((
+            lambda: head(t(2, 5, 8), mask=t(*s, dtype=torch.bool))), "mask")),
+        st.just(((lambda: head(t(2, 5, 8), mask=t(5, 5))), "mask")),
+    )
+
+
+@register("MultiHeadAttentionLoop")
+def _():
+    loop = mha.MultiHeadAttentionLoop(8, 2)
+    return st.one_of(
+        st.tuples(st.sampled_from(["d_model", "num_heads"]), BAD_POSITIVE_INT).map(
+            lambda a: ((lambda: mha.MultiHeadAttentionLoop(**{"d_model": 8, "num_heads": 2,
+                                                              a[0]: a[1]})), a[0])),
+        OTHER_FLOAT.map(lambda d: ((lambda: loop(t(2, 5, 8, dtype=d))), "x")),
+        NOT_A_BOOL.map(lambda c: ((lambda: loop(t(2, 5, 8), is_causal=c)), "is_causal")),
+        st.sampled_from([(3, 5, 5), (5, 4)]).map(lambda s: ((
+            lambda: loop(t(2, 5, 8), mask=t(*s, dtype=torch.bool))), "mask")),
+        st.just(((lambda: loop(t(2, 5, 8), mask=t(5, 5, dtype=torch.bool, device=META))),
+                 "mask")),
+    )
+
+
+# --- MultiHeadAttention -----------------------------------------------------------------------
+
+
+@register("MultiHeadAttention: int arguments")
+def _():
+    names = st.sampled_from(["d_model", "num_heads", "num_kv_heads", "kdim", "vdim"])
+    return st.tuples(names, BAD_POSITIVE_INT).filter(
+        lambda a: not (a[0] in ("kdim", "vdim", "num_kv_heads") and a[1] is None)).map(
+        lambda a: ((lambda: mha.MultiHeadAttention(**{"d_model": 8, "num_heads": 2, a[0]: a[1]})),
+                   a[0]))
+
+
+@register("MultiHeadAttention: divisibility")
+def _():
+    return st.one_of(
+        st.integers(3, 7).filter(lambda h: 8 % h).map(lambda h: ((
+            lambda: mha.MultiHeadAttention(8, h)), "num_heads")),
+        st.integers(3, 7).filter(lambda g: 8 % g).map(lambda g: ((
+            lambda: mha.MultiHeadAttention(16, 8, num_kv_heads=g)), "num_kv_heads")),
+    )
+
+
+@register("MultiHeadAttention: dropout, bias, device, dtype")
+def _():
+    return st.one_of(
+        BAD_PROBABILITY.map(lambda p: ((lambda: layer(dropout=p)), "dropout")),
+        NOT_A_BOOL.map(lambda b: ((lambda: layer(bias=b)), "bias")),
+        st.sampled_from(["nowhere", 2.5, [0]]).map(lambda d: ((lambda: layer(device=d)),
+                                                                "device")),
+        st.sampled_from(["float32", torch.int64, torch.bool, float]).map(
+            lambda d: ((lambda: layer(dtype=d)), "dtype")),
+    )
+
+
+@register("forward: query/key/value")
+def _():
+    m = layer()
+    names = st.sampled_from(["query", "key", "value"])
+    bad = st.one_of(
+        not_a_tensor().filter(lambda x: x is not None),
+        OTHER_FLOAT.map(lambda d: t(2, 5, 8, dtype=d)),
+        INT_DTYPES.map(lambda d: t(2, 5, 8, dtype=d)),
+        st.integers(1, 12).filter(lambda f: f != 8).map(lambda f: t(2, 5, f)),
+        st.integers(0, 5).filter(lambda n: n != 3).map(lambda n: t(*[8] * n)),
+        st.just(t(2, 5, 8, device=META)),
+    )
+    return st.tuples(names, bad).map(lambda a: ((lambda: m(**{"query": t(2, 5, 8), a[0]: a[1]})),
+                                                a[0]))
+
+
+@register("forward: batch and length mismatches")
+def _():
+    m = layer()
+    return st.one_of(
+        st.integers(1, 4).filter(lambda b: b != 2).map(lambda b: ((
+            lambda: m(t(2, 5, 8), t(b, 5, 8))), "batch size")),
+        st.integers(1, 7).filter(lambda n: n != 6).map(lambda n: ((
+            lambda: m(t(2, 5, 8), t(2, 6, 8), t(2, n, 8))), "value")),
+    )
+
+
+@register("forward: mask")
+def _():
+    m = layer()  # num_heads = 2 = B: a 3-D (B, Lq, Lk) mask would broadcast as per-head
+    return st.one_of(
+        st.sampled_from([torch.float32, torch.int64]).map(lambda d: t(5, 5, dtype=d)),
+        st.sampled_from([(3, 5), (5, 4), (3, 1, 5, 5), (1, 1, 1, 5, 5), (2, 3, 5, 5)]).map(
+            lambda s: t(*s, dtype=torch.bool)),
+        st.sampled_from([(2, 5, 5), (2, 1, 5), (2, 5, 1)]).map(lambda s: t(*s, dtype=torch.bool)),
+        st.just(t(5, 5, dtype=torch.bool, device=META)),
+        not_a_tensor((5, 5)).filter(lambda x: x is not None),
+    ).map(lambda mask: ((lambda: m(t(2, 5, 8), mask=mask)), "mask"))
+
+
+@register("forward: valid_lens")
+def _():
+    m = layer()
+    return st.one_of(
+        st.sampled_from([torch.float32, torch.bool]).map(lambda d: t(2, dtype=d)),
+        st.sampled_from([(3,), (1,), (2, 4), (2, 5, 1)]).map(
+            lambda s: torch.ones(s, dtype=torch.long)),
+        st.integers(-9, -1).map(lambda n: torch.tensor([1, n])),
+        st.just(torch.ones(2, dtype=torch.long, device=META)),
+        not_a_tensor((2,)).filter(lambda x: x is not None),
+    ).map(lambda v: ((lambda: m(t(2, 5, 8), valid_lens=v)), "valid_lens"))
+
+
+@register("forward: flags")
+def _():
+    m = layer()
+    return st.tuples(st.sampled_from(["is_causal", "need_weights"]), NOT_A_BOOL).map(
+        lambda a: ((lambda: m(t(2, 5, 8), **{a[0]: a[1]})), a[0]))
+
+
+@register("forward: head_mask")
+def _():
+    m = layer()
+    return st.one_of(
+        st.sampled_from([(3,), (1,), (2, 3), (3, 2), (2, 2, 1)]).map(lambda s: t(*s)),
+        st.just(t(2, device=META)),
+        st.just(torch.ones(2, dtype=torch.complex64)),
+        not_a_tensor((2,)).filter(lambda x: x is not None),
+    ).map(lambda h: ((lambda: m(t(2, 5, 8), head_mask=h)), "head_mask"))
+
+
+@register("prune_heads")
+def _():
+    return st.one_of(
+        st.sampled_from(["01", "0", b"1"]),
+        st.lists(st.one_of(st.floats(), st.booleans(), st.text(max_size=2)), min_size=1,
+                 max_size=3),
+        st.lists(st.integers().filter(lambda h: not 0 <= h < 4), min_size=1, max_size=3),
+        st.sampled_from([3, 2.0, None, torch.tensor([0.0])]),
+    ).map(lambda h: ((lambda: mha.MultiHeadAttention(8, 4).prune_heads(h)), "heads"))
+
+
+@register("from_torch")
+def _():
+    return st.one_of(
+        st.sampled_from([nn.Linear(2, 2), None, "mha", mha.MultiHeadAttention(8, 2)]).map(
+            lambda m: ((lambda: mha.MultiHeadAttention.from_torch(m)), "module")),
+        st.just(((lambda: mha.MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2))),
+                 "module")),
+        st.sampled_from([nn.Linear(2, 2), None]).map(
+            lambda m: ((lambda: mha.RelativeMultiHeadAttention.from_torch(m)), "module")),
+    )
+
+
+@register("RelativeMultiHeadAttention")
+def _():
+    bad = st.one_of(NOT_AN_INT, st.integers(max_value=-1))
+    return st.one_of(
+        bad.map(lambda k: ((lambda: mha.RelativeMultiHeadAttention(
+            8, 2, max_relative_position=k)), "max_relative_position")),
+        NOT_A_BOOL.map(lambda c: ((lambda: mha.RelativeMultiHeadAttention(8, 2)(
+            t(2, 5, 8), is_causal=c)), "is_causal")),
+        st.just(((lambda: mha.RelativeMultiHeadAttention(8, 2)(
+            t(2, 5, 8), mask=t(2, 5, 5, dtype=torch.bool))), "mask")),
+    )
+
+
+@register("record_attention")
+def _():
+    def enter(model):
+        with mha.record_attention(model):
+            pass
+
+    return st.sampled_from([nn.Linear(2, 2), nn.Sequential(nn.MultiheadAttention(8, 2)), None,
+                            "model", nn.Sequential()]).map(
+        lambda m: ((lambda: enter(m)), "model"))
+
+
+@register("record_attention: need_weights")
+def _():
+    m = layer()
+
+    def run(flag):
+        with mha.record_attention(m):
+            m(t(2, 5, 8), need_weights=flag)
+
+    return NOT_A_BOOL.map(lambda f: ((lambda: run(f)), "need_weights"))
+
+
+@register("exercises.check")
+def _():
+    from mha.exercises import check
+
+    def fn(x):
+        return x
+
+    return st.one_of(
+        st.one_of(st.text(max_size=5), st.integers(), st.just(None)).filter(
+            lambda n: n not in mha.exercises.available()).map(
+            lambda n: ((lambda: check(n, fn, verbose=False)), "name")),
+        st.sampled_from([None, 3, "fn", torch.ones(2)]).map(
+            lambda f: ((lambda: check("softmax", f, verbose=False)), "fn")),
+        NOT_A_BOOL.map(lambda v: ((lambda: check("softmax", fn, verbose=v)), "verbose")),
+        st.one_of(st.floats(max_value=0), st.just("1"), st.booleans()).map(
+            lambda s: ((lambda: check("softmax", fn, verbose=False, time_limit=s)),
+                       "time_limit")),
+    )
+
+
+@register("sdpa/layer: 3-D mask on a layer whose num_heads == B")
+def _():
+    return st.integers(2, 4).map(lambda b: ((lambda: mha.MultiHeadAttention(12, b)(
+        t(b, 5, 12), mask=t(b, 5, 5, dtype=torch.bool))), "mask"))
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_wrong_call_names_the_argument(name):
+    @settings(max_examples=40)
+    @given(FAMILIES[name])
+    def run(case):
+        call, argument = case
+        with pytest.raises((ValueError, TypeError)) as info:
+            call()
+        assert argument in str(info.value), (name, str(info.value))
+        WRONG_CALLS[0] += 1
+
+    run()
+
+
+def test_the_suite_covers_the_public_api():
+    """Every public function and class appears in some family (by name)."""
+    covered = " ".join(FAMILIES)
+    names = {"sdpa": "scaled_dot_product_attention"}
+    for public in mha.__all__:
+        if public in ("__version__", "device"):
+            continue
+        short = {v: k for k, v in names.items()}.get(public, public)
+        assert short in covered, f"no wrong calls for {public}"
+    assert len(FAMILIES) >= 40
+
+
+def teardown_module():
+    print(f"\ntest_bad_input: {WRONG_CALLS[0]} wrong calls generated in this process, "
+          f"{len(FAMILIES)} families")
