@@ -504,6 +504,62 @@ def _():
         t(b, 5, 12), mask=t(b, 5, 5, dtype=torch.bool))), "mask"))
 
 
+@register("KVCache")
+def _():
+    def append_twice(first, second):
+        cache = mha.KVCache()
+        cache.append(first, first)
+        cache.append(second, second)
+
+    def decode(cache, key=None):
+        x = t(2, 5, 8)
+        layer()(x, x if key is None else key, cache=cache)
+
+    return st.one_of(
+        not_a_tensor((2, 2, 5, 4)).map(
+            lambda k: ((lambda: mha.KVCache().append(k, t(2, 2, 5, 4))), "k")),
+        st.sampled_from([(2, 5, 4), (2, 2, 2, 5, 4)]).map(
+            lambda shape: ((lambda: mha.KVCache().append(t(*shape), t(*shape))), "k")),
+        st.sampled_from([(3, 2, 1, 4), (2, 1, 1, 4), (2, 2, 1, 6)]).map(
+            lambda shape: ((lambda: append_twice(t(2, 2, 5, 4), t(*shape))), "cache")),
+        OTHER_FLOAT.map(lambda d: ((lambda: append_twice(
+            t(2, 2, 5, 4), t(2, 2, 1, 4, dtype=d))), "cache")),
+        st.sampled_from(["cache", 3, {}]).map(lambda c: ((lambda: decode(c)), "cache")),
+        st.just(((lambda: decode(mha.KVCache(), key=t(2, 5, 8))), "key")),
+    )
+
+
+@register("attention_layers / head_gates / head_importance / prune_heads")
+def _():
+    def gates(model):
+        with mha.head_gates(model):
+            pass
+
+    def model():
+        return nn.Sequential(layer())
+
+    def loss(m, batch):
+        return m[0](batch)[0].sum()
+
+    not_a_module = st.sampled_from([None, "model", 3, torch.ones(2)])
+    return st.one_of(
+        not_a_module.map(lambda m: ((lambda: mha.attention_layers(m)), "model")),
+        st.one_of(not_a_module, st.just(nn.Linear(2, 2))).map(
+            lambda m: ((lambda: gates(m)), "model")),
+        st.sampled_from([None, 3, "loss"]).map(lambda f: ((lambda: mha.head_importance(
+            model(), [t(2, 5, 8)], f)), "loss_fn")),
+        st.sampled_from([lambda m, b: m[0](b)[0], lambda m, b: 1.0]).map(
+            lambda f: ((lambda: mha.head_importance(model(), [t(2, 5, 8)], f)), "loss_fn")),
+        st.just(((lambda: mha.head_importance(model(), [], loss)), "batches")),
+        st.sampled_from([[(0,)], ["0"], [0]]).map(
+            lambda h: ((lambda: mha.prune_heads(model(), h)), "heads")),
+        st.sampled_from([[(0, 2)], [(0, -1)], [(0, "1")]]).map(
+            lambda h: ((lambda: mha.prune_heads(model(), h)), "head")),
+        st.sampled_from([[(3, 0)], [("nope", 0)]]).map(
+            lambda h: ((lambda: mha.prune_heads(model(), h)), "layer")),
+    )
+
+
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_wrong_call_names_the_argument(name):
     @settings(max_examples=40)
