@@ -9,6 +9,8 @@ import importlib
 
 __version__ = "0.1.0"
 
+from .backends import peak_memory, sdpa_backend
+from .blockwise import blockwise_attention, online_softmax_step
 from .device import device
 from .functional import (
     masked_softmax,
@@ -29,13 +31,17 @@ __all__ = [
     "MultiHeadAttentionLoop",
     "RelativeMultiHeadAttention",
     "__version__",
+    "blockwise_attention",
     "causal_mask",
     "convert_mask",
     "device",
     "masked_softmax",
     "merge_heads",
+    "online_softmax_step",
+    "peak_memory",
     "record_attention",
     "scaled_dot_product_attention",
+    "sdpa_backend",
     "split_heads",
     "valid_lens_to_mask",
 ]
