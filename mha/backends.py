@@ -5,6 +5,9 @@ Both watch the call as it runs, so they report what actually happened on this ma
 the dispatcher's rules say should happen.
 """
 
+import contextlib
+import os
+import sys
 import weakref
 
 import torch
@@ -30,13 +33,35 @@ def _check_callable(fn):
         raise TypeError(f"fn must be callable (a function or a module); got {type(fn).__name__}")
 
 
+@contextlib.contextmanager
+def _quiet_native_stderr():
+    """Send what C++ code writes to file descriptor 2 to /dev/null for a moment: the profiler's
+    library logs every start and stop there, and a notebook would show it. Python's own
+    ``sys.stderr`` (warnings, tracebacks) is not touched in a notebook, where it is not fd 2."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no usable fd 2: nothing to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+
+
 def _op_names(fn, args, kwargs):
     """The names of the operators ``fn`` called, in the order they started."""
     try:  # the autograd profiler without kineto starts in milliseconds; kineto takes seconds
         profiler = torch.autograd.profiler.profile(use_kineto=False)
     except (TypeError, RuntimeError):  # a torch without the legacy profiler
         profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
-    with profiler:
+    with _quiet_native_stderr(), profiler:
         fn(*args, **kwargs)
     events = profiler.function_events if hasattr(profiler, "function_events") else profiler.events()
     return [e.name for e in sorted(events, key=lambda e: e.time_range.start)]
