@@ -127,7 +127,7 @@ def memory(args):
              "blockwise": lambda q, k, v: mha.blockwise_attention(q, k, v, block_size=block)}
     print(f"device: {device_name(device)} | dtype: {args.dtype} | torch {torch.__version__}")
     print(f"B={B} H={H} Dh={Dh} block_size={block} | forward, no grad | mha.peak_memory "
-          f"({'torch.cuda.max_memory_allocated' if device.type == 'cuda' else 'live tensors'})")
+          f"({'torch.cuda.max_memory_allocated' if device.type == 'cuda' else 'profiler'})")
     print(f"\n{'L':>6s} {'path':>13s} {'peak MiB':>10s} {'/ (H*L*L)':>10s} "
           f"{'/ (H*L*block)':>14s}  SDPA kernel")
     for L in lengths:

@@ -8,10 +8,8 @@ the dispatcher's rules say should happen.
 import contextlib
 import os
 import sys
-import weakref
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 __all__ = ["peak_memory", "sdpa_backend"]
@@ -57,13 +55,7 @@ def _quiet_native_stderr():
 
 def _op_names(fn, args, kwargs):
     """The names of the operators ``fn`` called, in the order they started."""
-    try:  # the autograd profiler without kineto starts in milliseconds; kineto takes seconds
-        profiler = torch.autograd.profiler.profile(use_kineto=False)
-    except (TypeError, RuntimeError):  # a torch without the legacy profiler
-        profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
-    with _quiet_native_stderr(), profiler:
-        fn(*args, **kwargs)
-    events = profiler.function_events if hasattr(profiler, "function_events") else profiler.events()
+    _, events = _profiled(fn, args, kwargs)
     return [e.name for e in sorted(events, key=lambda e: e.time_range.start)]
 
 
@@ -86,30 +78,37 @@ def sdpa_backend(fn, *args, **kwargs):
     return " + ".join(found) if found else "none"
 
 
-class _LiveTensorBytes(TorchDispatchMode):
-    """Counts the bytes of every tensor storage an operator returns while it stays alive."""
+def _profiled(fn, args, kwargs, **options):
+    """(result, profiler) of one call of ``fn`` under the autograd profiler, quietly."""
+    try:  # the autograd profiler without kineto starts in milliseconds; kineto takes seconds
+        profiler = torch.autograd.profiler.profile(use_kineto=False, **options)
+    except (TypeError, RuntimeError):  # a torch without the legacy profiler
+        profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                          **options)
+    with _quiet_native_stderr(), profiler:
+        result = fn(*args, **kwargs)
+    events = profiler.function_events if hasattr(profiler, "function_events") else profiler.events()
+    return result, events
 
-    def __init__(self):
-        super().__init__()
-        self.live, self.peak, self._alive = 0, 0, {}
 
-    def _freed(self, key):
-        self.live -= self._alive.pop(key)
+def _peak_from_events(events):
+    """The peak of the running sum of the allocations (+) and frees (-) the profiler recorded.
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for tensor in tree_leaves(out):
-            if not isinstance(tensor, torch.Tensor):
-                continue
-            storage = tensor.untyped_storage()
-            key = (storage.device, storage.data_ptr())
-            if storage.nbytes() == 0 or key in self._alive:
-                continue  # empty, or a view of a storage already counted
-            self._alive[key] = storage.nbytes()
-            self.live += storage.nbytes()
-            self.peak = max(self.peak, self.live)
-            weakref.finalize(storage, self._freed, key)
-        return out
+    Each operator's own (self) allocations are counted at its start and its own frees at its end;
+    frees outside any operator ("[memory]" events) when they happen.
+    """
+    changes = []
+    for event in events:
+        size = event.self_cpu_memory_usage
+        if size > 0:
+            changes.append((event.time_range.start, size))
+        elif size < 0:
+            changes.append((event.time_range.end, size))
+    live = peak = 0
+    for _, size in sorted(changes, key=lambda change: (change[0], change[1] < 0)):
+        live += size
+        peak = max(peak, live)
+    return peak
 
 
 def peak_memory(fn, *args, **kwargs):
@@ -118,15 +117,21 @@ def peak_memory(fn, *args, **kwargs):
 
     On CUDA (when a tensor argument or a parameter of ``fn`` lives there) this is
     ``torch.cuda.max_memory_allocated()`` minus the memory allocated at the start: everything,
-    the kernels' workspaces included. Elsewhere (CPU, MPS) every tensor an operator returns is
-    counted from its creation until it is freed: outputs and intermediates, but not the scratch
-    space a kernel allocates and frees inside itself (a few small blocks per thread for the CPU
-    flash kernel).
+    the kernels' workspaces included. On the CPU the profiler records every allocation and free
+    of PyTorch's CPU allocator (``profile_memory=True``), operator by operator; an operator's own
+    allocations count from its start and its own frees until its end, so the peak is exact to
+    within one operator's temporaries (a kernel's scratch space counts in full).
     """
     _check_callable(fn)
     tensors = [x for x in tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
     if isinstance(fn, torch.nn.Module):
         tensors += list(fn.parameters())
+    others = sorted({x.device.type for x in tensors} - {"cpu", "cuda"})
+    if others:
+        raise ValueError(
+            f"peak_memory measures CPU and CUDA memory; got tensors on {', '.join(others)} "
+            f"(PyTorch has no peak-memory counter there): measure on the CPU instead"
+        )
     cuda = next((x.device for x in tensors if x.device.type == "cuda"), None)
     if cuda is not None:
         torch.cuda.synchronize(cuda)
@@ -135,6 +140,5 @@ def peak_memory(fn, *args, **kwargs):
         result = fn(*args, **kwargs)
         torch.cuda.synchronize(cuda)
         return result, torch.cuda.max_memory_allocated(cuda) - start
-    with _LiveTensorBytes() as counter:
-        result = fn(*args, **kwargs)
-    return result, counter.peak
+    result, events = _profiled(fn, args, kwargs, profile_memory=True)
+    return result, _peak_from_events(events)

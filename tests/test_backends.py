@@ -121,3 +121,9 @@ def test_sdpa_backend_prints_nothing(capfd):
     mha.sdpa_backend(F.scaled_dot_product_attention, q, k, v)
     out, err = capfd.readouterr()
     assert out == "" and err == ""  # the profiler's native log lines would show in a notebook
+
+
+def test_peak_memory_refuses_devices_it_cannot_measure():
+    x = torch.randn(4, device="meta")
+    with pytest.raises(ValueError, match="measures CPU and CUDA memory; got tensors on meta"):
+        mha.peak_memory(torch.sin, x)
