@@ -252,3 +252,18 @@ def test_online_softmax_check_catches_missing_rescale():
     result = check("online_softmax_step", no_rescale, verbose=False)
     assert not result.passed
     assert any("all higher: rescale" in failure for failure in result.failures)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_cuda_equals_sdpa(dtype):
+    q, k, v = (x.cuda() for x in qkv(2, 8, num_queries=300, num_keys=300, dk=64, dtype=dtype))
+    mask = torch.rand(2, 1, 300, 300, device="cuda") > 0.2
+    mask[..., 0] = True
+    tol = {"atol": 1e-5, "rtol": 1e-4} if dtype == torch.float32 else HALF_TOLERANCES[dtype]
+    for kwargs in ({}, {"is_causal": True}, {"attn_mask": mask}):
+        out = mha.blockwise_attention(q, k, v, kwargs.get("attn_mask"),
+                                      is_causal=kwargs.get("is_causal", False), block_size=64)
+        assert out.device.type == "cuda" and out.dtype == dtype
+        torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, **kwargs), **tol)
