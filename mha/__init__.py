@@ -9,6 +9,8 @@ import importlib
 
 __version__ = "0.1.0"
 
+from .backends import peak_memory, sdpa_backend
+from .blockwise import blockwise_attention, online_softmax_step
 from .cache import KVCache
 from .device import device
 from .functional import (
@@ -26,23 +28,27 @@ from .record import record_attention
 from .relative import RelativeMultiHeadAttention
 
 __all__ = [
-    "AttentionHead",
-    "KVCache",
-    "MultiHeadAttention",
-    "MultiHeadAttentionLoop",
-    "RelativeMultiHeadAttention",
     "__version__",
     "attention_layers",
+    "AttentionHead",
+    "blockwise_attention",
     "causal_mask",
     "convert_mask",
     "device",
     "head_gates",
     "head_importance",
+    "KVCache",
     "masked_softmax",
     "merge_heads",
+    "MultiHeadAttention",
+    "MultiHeadAttentionLoop",
+    "online_softmax_step",
+    "peak_memory",
     "prune_heads",
     "record_attention",
+    "RelativeMultiHeadAttention",
     "scaled_dot_product_attention",
+    "sdpa_backend",
     "split_heads",
     "valid_lens_to_mask",
 ]
