@@ -22,13 +22,16 @@ from .loop import MultiHeadAttentionLoop
 from .masks import causal_mask, convert_mask, valid_lens_to_mask
 from .record import record_attention
 from .relative import RelativeMultiHeadAttention
+from .rotary import RotaryMultiHeadAttention, apply_rope
 
 __all__ = [
     "AttentionHead",
     "MultiHeadAttention",
     "MultiHeadAttentionLoop",
     "RelativeMultiHeadAttention",
+    "RotaryMultiHeadAttention",
     "__version__",
+    "apply_rope",
     "causal_mask",
     "convert_mask",
     "device",
