@@ -9,6 +9,7 @@ import importlib
 
 __version__ = "0.1.0"
 
+from .cache import KVCache
 from .device import device
 from .functional import (
     masked_softmax,
@@ -26,6 +27,7 @@ from .rotary import RotaryMultiHeadAttention, apply_rope
 
 __all__ = [
     "AttentionHead",
+    "KVCache",
     "MultiHeadAttention",
     "MultiHeadAttentionLoop",
     "RelativeMultiHeadAttention",

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _checks
+from .cache import check_cache_call
 from .functional import merge_heads, scaled_dot_product_attention, split_heads
 from .masks import causal_mask, combine_masks
 
@@ -71,22 +72,43 @@ class MultiHeadAttention(nn.Module):
         self.W_o = nn.Linear(num_heads * self.d_head, d_model, **kw)
 
     def forward(self, query, key=None, value=None, *, mask=None, valid_lens=None,
-                is_causal=False, need_weights=False, head_mask=None):
+                is_causal=False, need_weights=False, head_mask=None, cache=None):
         """query (B, Lq, D), key (B, Lk, kdim) defaults to query, value (B, Lk, vdim) to key;
         mask bool broadcastable to (B, H, Lq, Lk), True = may attend; valid_lens (B,) or (B, Lq);
-        head_mask (H,) or (B, H). Returns output (B, Lq, D) and weights (B, H, Lq, Lk) or None."""
+        head_mask (H,) or (B, H). Returns output (B, Lq, D) and weights (B, H, Lq, Lk) or None.
+
+        ``cache`` (a ``mha.KVCache``, self-attention only): the new tokens' keys and values are
+        appended to it and the queries attend to all P cached positions plus the Lq new ones, so
+        Lk = P + Lq. ``is_causal=True`` is then aligned at the bottom right (new query i, at
+        position P + i, sees keys 0 .. P + i), and ``mask``/``valid_lens``, if given, describe
+        all those keys: mask broadcastable to (B, H, Lq, P + Lq), lengths counted from key 0."""
+        if cache is not None:
+            check_cache_call(cache, query, key, value)
         key = query if key is None else key
         value = key if value is None else value
         _checks.check_layer_inputs(self, query, key, value)
         (B, Lq, _), Lk, H = query.shape, key.size(1), self.num_heads
         if head_mask is not None:
             _checks.check_head_mask(head_mask, B, H)
-        allowed, causal = _layer_mask(mask, valid_lens, is_causal, (B, H, Lq, Lk), query.device)
+        past = 0 if cache is None else cache.seq_len  # keys already cached, before the new ones
+        allowed, causal = _layer_mask(mask, valid_lens, is_causal, (B, H, Lq, past + Lk),
+                                      query.device, cached=cache is not None)
         q, k, v = self._project(query, key, value)  # (B, H, Lq, Dh), 2 x (B, Hkv, Lk, Dh)
+        offset = 0 if cache is None else cache.seq_len
+        q, k = self._position(q, k, offset)  # identity here; RotaryMultiHeadAttention rotates
+        if cache is not None:
+            k, v = cache.append(k, v)  # (B, Hkv, P + Lk, Dh)
         out, weights = self._attend(q, k, v, allowed, causal, need_weights)  # (B, H, Lq, Dh)
         if head_mask is not None:
             out = out * head_mask.to(out).view(-1, H, 1, 1)  # (H,) or (B, H) -> (B|1, H, 1, 1)
         return self.W_o(merge_heads(out)), weights  # (B, H, Lq, Dh) -> (B, Lq, H*Dh) -> (B, Lq, D)
+
+    def _position(self, q, k, offset):
+        """Position information for q (B, H, Lq, Dh) and k (B, Hkv, Lk, Dh): the identity here
+        (positions enter the model before the layer). The positions of the new tokens start at
+        ``offset`` (the number of cached positions); a subclass such as
+        ``RotaryMultiHeadAttention`` rotates q and k by them."""
+        return q, k
 
     def _project(self, query, key, value):
         """Project and split into heads; self-attention does it in one packed matmul."""
@@ -131,9 +153,20 @@ class MultiHeadAttention(nn.Module):
                 f"num_kv_heads={self.num_kv_heads}, d_head={self.d_head}, dropout={self.dropout}")
 
 
-def _layer_mask(mask, valid_lens, is_causal, shape, device):
-    """(allowed, causal): is_causal alone (Lq == Lk) stays a flag for SDPA, so no mask is built."""
+def _layer_mask(mask, valid_lens, is_causal, shape, device, cached=False):
+    """(allowed, causal): is_causal alone (Lq == Lk) stays a flag for SDPA, so no mask is built.
+
+    ``cached``: the keys are P cached positions then the Lq new ones (Lk = P + Lq), and the causal
+    triangle is aligned at the bottom right: query i sees keys 0 .. P + i. Otherwise it is
+    aligned at the top left, like ``F.scaled_dot_product_attention`` (query i sees keys 0 .. i).
+    """
     Lq, Lk = shape[-2:]
+    if is_causal is True and cached and Lk > Lq:
+        allowed = combine_masks(mask, valid_lens, False, shape, device)
+        if Lq == 1:  # one new token: it sees every key, nothing to hide
+            return allowed, False
+        causal = torch.ones(Lq, Lk, dtype=torch.bool, device=device).tril(Lk - Lq)  # (Lq, Lk)
+        return (causal if allowed is None else allowed & causal), False
     if is_causal is True and mask is None and valid_lens is None and Lq == Lk:
         return None, True
     return combine_masks(mask, valid_lens, is_causal, shape, device), False

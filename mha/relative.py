@@ -54,6 +54,14 @@ class RelativeMultiHeadAttention(MultiHeadAttention):
         nn.init.normal_(self.relative_key.weight, std=0.02)
         nn.init.normal_(self.relative_value.weight, std=0.02)
 
+    def forward(self, *args, cache=None, **kwargs):
+        """As ``MultiHeadAttention.forward``, without ``cache`` (the relative distances assume
+        query i is at position i, which a cache's offset would break)."""
+        if cache is not None:
+            raise ValueError("RelativeMultiHeadAttention does not support cache=; got a "
+                             f"{type(cache).__name__} (use MultiHeadAttention for decoding)")
+        return super().forward(*args, **kwargs)
+
     def _attend(self, q, k, v, allowed, causal, need_weights):
         (Lq, Dh), Lk = q.shape[-2:], k.size(-2)
         if causal:
