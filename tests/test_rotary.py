@@ -213,3 +213,53 @@ def test_relative_attention_is_unchanged_by_rotary():
     plain.load_state_dict({k: v for k, v in rel.state_dict().items() if k.startswith("W_")})
     x = torch.randn(2, 7, 16)
     torch.testing.assert_close(rel(x, need_weights=True)[0], plain(x)[0], atol=1e-6, rtol=1e-5)
+
+
+# --- decoding with a KVCache ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("num_kv_heads", [None, 2])
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("chunks", [[1] * 10, [4, 1, 3, 2], [10]])
+def test_cache_decoding_equals_the_full_causal_forward(num_kv_heads, interleaved, chunks):
+    torch.manual_seed(0)
+    layer = mha.RotaryMultiHeadAttention(32, 4, num_kv_heads=num_kv_heads,
+                                         interleaved=interleaved)
+    x = torch.randn(2, sum(chunks), 32)
+    full, _ = layer(x, is_causal=True)
+    cache, outs, start = mha.KVCache(), [], 0
+    for n in chunks:
+        out, _ = layer(x[:, start:start + n], is_causal=True, cache=cache)
+        outs.append(out)
+        start += n
+    torch.testing.assert_close(torch.cat(outs, dim=1), full, atol=1e-5, rtol=1e-5)
+    # the cache holds the ROTATED keys, Hkv heads of them, never copies
+    Hkv = num_kv_heads or 4
+    assert cache.keys.shape == (2, Hkv, 10, 8)
+    _, k, _ = layer._project(x, x, x)  # (B, Hkv, L, Dh), not rotated
+    rotated = apply_rope(k, interleaved=interleaved)
+    torch.testing.assert_close(cache.keys, rotated, atol=1e-5, rtol=1e-5)
+
+
+def test_cache_decoding_weights_path_and_positions_continue():
+    torch.manual_seed(0)
+    layer = mha.RotaryMultiHeadAttention(16, 2)
+    x = torch.randn(1, 6, 16)
+    _, full_weights = layer(x, is_causal=True, need_weights=True)  # (1, 2, 6, 6)
+    cache = mha.KVCache()
+    layer(x[:, :5], is_causal=True, cache=cache)
+    _, step_weights = layer(x[:, 5:], is_causal=True, cache=cache, need_weights=True)
+    torch.testing.assert_close(step_weights[:, :, 0], full_weights[:, :, 5], atol=1e-6,
+                               rtol=1e-5)
+    assert cache.seq_len == 6
+
+    class ForgetsOffset(mha.RotaryMultiHeadAttention):  # rotates new tokens from position 0
+        def _position(self, q, k, offset):
+            return super()._position(q, k, 0)
+
+    wrong_layer = ForgetsOffset(16, 2)
+    wrong_layer.load_state_dict(layer.state_dict())
+    cache = mha.KVCache()
+    wrong_layer(x[:, :5], is_causal=True, cache=cache)
+    _, wrong = wrong_layer(x[:, 5:], is_causal=True, cache=cache, need_weights=True)
+    assert not torch.allclose(wrong[:, :, 0], full_weights[:, :, 5], atol=1e-3)
