@@ -2,7 +2,7 @@
 
 Everything public is importable from here; ``mha.viz``, ``mha.widgets``, ``mha.exercises``,
 ``mha.tiny``, ``mha.tasks``, ``mha.train`` and ``mha.patterns`` are imported on first use, so
-``import mha`` needs only torch.
+``import mha`` needs only torch (``mha.positions``, chapter 11's experiment, too).
 """
 
 import importlib
@@ -45,7 +45,7 @@ __all__ = [
     "valid_lens_to_mask",
 ]
 
-_LAZY = ("viz", "widgets", "exercises", "tiny", "tasks", "train", "patterns")
+_LAZY = ("viz", "widgets", "exercises", "tiny", "tasks", "train", "patterns", "positions")
 
 
 def __getattr__(name):
