@@ -263,3 +263,19 @@ def test_cache_decoding_weights_path_and_positions_continue():
     wrong_layer(x[:, :5], is_causal=True, cache=cache)
     _, wrong = wrong_layer(x[:, 5:], is_causal=True, cache=cache, need_weights=True)
     assert not torch.allclose(wrong[:, :, 0], full_weights[:, :, 5], atol=1e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (none present)")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rotary_layer_on_cuda(dtype):
+    tol = {torch.float32: 2e-5, torch.bfloat16: 2e-2}[dtype]
+    layer = mha.RotaryMultiHeadAttention(256, 8, num_kv_heads=2, device="cuda", dtype=dtype)
+    x = torch.randn(2, 64, 256, device="cuda", dtype=dtype)
+    fused, _ = layer(x, is_causal=True)
+    explicit, _ = layer(x, is_causal=True, need_weights=True)
+    assert fused.device.type == "cuda" and fused.dtype == dtype
+    torch.testing.assert_close(fused, explicit, atol=tol, rtol=tol)
+    cache = mha.KVCache()
+    steps = [layer(x[:, t:t + 8], is_causal=True, cache=cache)[0] for t in range(0, 64, 8)]
+    torch.testing.assert_close(torch.cat(steps, 1), fused, atol=tol, rtol=tol)
