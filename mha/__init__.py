@@ -1,8 +1,8 @@
 """mha: multi-head attention, from one head to many (the package behind the book).
 
 Everything public is importable from here; ``mha.viz``, ``mha.widgets``, ``mha.exercises``,
-``mha.tiny``, ``mha.tasks``, ``mha.train`` and ``mha.patterns`` are imported on first use, so
-``import mha`` needs only torch (``mha.positions``, chapter 11's experiment, too).
+``mha.tiny``, ``mha.tasks``, ``mha.train``, ``mha.patterns``, ``mha.configs``, ``mha.decode``
+and ``mha.positions`` are imported on first use, so ``import mha`` needs only torch.
 """
 
 import importlib
@@ -45,7 +45,8 @@ __all__ = [
     "valid_lens_to_mask",
 ]
 
-_LAZY = ("viz", "widgets", "exercises", "tiny", "tasks", "train", "patterns", "positions")
+_LAZY = ("viz", "widgets", "exercises", "tiny", "tasks", "train", "patterns", "configs", "decode",
+         "positions")
 
 
 def __getattr__(name):

@@ -41,7 +41,7 @@ class KVCache:
 
     @property
     def nbytes(self):
-        """Bytes held by the cached keys and values: 2 * B * Hkv * L * Dh * bytes per number."""
+        """The bytes that the cached keys and values take, 2 * B * Hkv * L * Dh * (bytes per number)."""
         if self.keys is None:
             return 0
         return self.keys.numel() * self.keys.element_size() + (

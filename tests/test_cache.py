@@ -240,3 +240,170 @@ def test_relative_layer_rejects_cache():
     layer = mha.RelativeMultiHeadAttention(16, 2)
     with pytest.raises(ValueError, match=r"does not support cache="):
         layer(torch.randn(1, 2, 16), cache=mha.KVCache())
+
+
+# ---- the incremental decoder -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def translator():
+    return mha.tiny.load_pretrained("translation")
+
+
+def test_decoder_with_and_without_cache_agree(translator):
+    task = mha.tasks.make_task("translation")
+    batch = task.sample(16, seed=3)
+    fast, fast_logits = mha.decode.generate(translator, batch.inputs, 12, bos=task.bos)
+    slow, slow_logits = mha.decode.generate(translator, batch.inputs, 12, bos=task.bos,
+                                            use_cache=False)
+    assert torch.equal(fast, slow)
+    torch.testing.assert_close(fast_logits, slow_logits, atol=1e-5, rtol=1e-5)
+    assert torch.equal(fast, translator.greedy_decode(batch.inputs, 12, bos=task.bos))
+    assert fast_logits.shape == (16, 12, task.tgt_vocab_size)
+
+
+def test_decoder_logits_match_the_model_forward(translator):
+    batch = mha.tasks.make_task("translation").sample(4, seed=0)
+    memory = translator.encoder(batch.inputs)
+    expected = translator(batch.inputs, batch.decoder_inputs)
+    torch.testing.assert_close(mha.decode.decoder_logits(translator, batch.decoder_inputs, memory),
+                               expected, **TOL)
+    caches = mha.decode.new_caches(translator)  # a prefill of 5 then the rest one at a time
+    parts = [mha.decode.decoder_logits(translator, batch.decoder_inputs[:, :5], memory,
+                                       caches=caches)]
+    for t in range(5, 12):
+        parts.append(mha.decode.decoder_logits(translator, batch.decoder_inputs[:, t:t + 1],
+                                               memory, caches=caches, start=t))
+    torch.testing.assert_close(torch.cat(parts, dim=1), expected, **TOL)
+    assert [c.keys.shape for c in caches] == [(4, 4, 12, 8)] * 2  # (B, Hkv, L, Dh) per layer
+
+
+def test_decoder_logits_bad_start(translator):
+    memory = translator.encoder(torch.zeros(1, 9, dtype=torch.long))
+    ids = torch.zeros(1, 1, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"start must be 0 without caches"):
+        mha.decode.decoder_logits(translator, ids, memory, start=3)
+    with pytest.raises(ValueError, match=r"every cache must hold start = 2 positions"):
+        mha.decode.decoder_logits(translator, ids, memory, caches=mha.decode.new_caches(
+            translator), start=2)
+    with pytest.raises(ValueError, match=r"exceed the model's max_len \(12\)"):
+        mha.decode.decoder_logits(translator, torch.zeros(1, 13, dtype=torch.long), memory)
+
+
+# ---- memory arithmetic -----------------------------------------------------------------------
+
+
+def test_kv_cache_bytes_by_hand():
+    from mha.configs import kv_cache_bytes
+
+    # Llama 2 7B, one token, float16: 2 (k, v) x 32 layers x 32 heads x 128 x 2 bytes
+    assert kv_cache_bytes(32, 32, 128) == 524_288 == 512 * 1024
+    # Llama 2 70B, 4096 tokens: 2 x 80 x 8 x 128 x 4096 x 2 bytes = 1.25 GiB
+    assert kv_cache_bytes(80, 8, 128, 4096) == 1_342_177_280 == 1.25 * 2**30
+    assert kv_cache_bytes(96, 96, 128, 2048) == 9_663_676_416  # GPT-3: 9 GiB at 2048 tokens
+    assert kv_cache_bytes(32, 1, 64, 2048) == 16 * 2**20  # Falcon-7B: 16 MiB at 2048
+    assert kv_cache_bytes(2, 4, 8, 10, batch_size=3, bytes_per_value=4) == 2 * 2 * 4 * 8 * 10 * 3 * 4
+    assert kv_cache_bytes(2, 4, 8, 0) == 0
+
+
+def test_kv_cache_bytes_matches_a_real_cache():
+    from mha.configs import kv_cache_bytes
+
+    layers = [mha.MultiHeadAttention(32, 8, num_kv_heads=2) for _ in range(3)]
+    caches = [mha.KVCache() for _ in layers]
+    x = torch.randn(5, 7, 32)
+    for layer, cache in zip(layers, caches):
+        layer(x, is_causal=True, cache=cache)
+    assert sum(c.nbytes for c in caches) == kv_cache_bytes(3, 2, 4, 7, batch_size=5,
+                                                           bytes_per_value=4)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"num_layers": 0}, ValueError, r"num_layers must be a positive int; got 0"),
+    ({"d_head": 2.5}, TypeError, r"d_head must be an int; got 2.5"),
+    ({"seq_len": -1}, ValueError, r"seq_len must be an int >= 0; got -1"),
+    ({"bytes_per_value": True}, TypeError, r"bytes_per_value must be an int"),
+])
+def test_kv_cache_bytes_bad_input(kwargs, error, match):
+    from mha.configs import kv_cache_bytes
+
+    args = {"num_layers": 2, "num_kv_heads": 2, "d_head": 4, "seq_len": 3, **kwargs}
+    with pytest.raises(error, match=match):
+        kv_cache_bytes(**args)
+
+
+# (layers, d_model, heads, kv heads, d_head, context) as the sources state them
+PUBLISHED = {
+    "GPT-3 175B": (96, 12288, 96, 96, 128, 2048),
+    "Llama 2 7B": (32, 4096, 32, 32, 128, 4096),
+    "Llama 2 70B": (80, 8192, 64, 8, 128, 4096),
+    "Mistral 7B": (32, 4096, 32, 8, 128, 8192),
+    "Llama 3 8B": (32, 4096, 32, 8, 128, 8192),
+    "Falcon-7B": (32, 4544, 71, 1, 64, 2048),
+}
+
+
+def test_model_configs_as_published():
+    from mha.configs import MODELS
+
+    assert set(MODELS) == set(PUBLISHED)
+    bib = open("references.bib").read()
+    for name, config in MODELS.items():
+        assert (config.num_layers, config.d_model, config.num_heads, config.num_kv_heads,
+                config.d_head, config.context) == PUBLISHED[name], name
+        assert config.num_heads * config.d_head == config.d_model, name
+        assert config.num_heads % config.num_kv_heads == 0, name
+        assert "{" + config.source + ",\n" in bib, name  # cited in references.bib
+    assert [c.attention for c in MODELS.values()] == ["MHA", "MHA", "GQA", "GQA", "GQA", "MQA"]
+    # Falcon-7B's fused query/key/value projection has 71 query heads + 1 key + 1 value head of
+    # 64 features: 4672 outputs, as its model card's module printout shows
+    falcon = MODELS["Falcon-7B"]
+    assert (falcon.num_heads + 2 * falcon.num_kv_heads) * falcon.d_head == 4672
+    # Llama 2 70B's k_proj maps 8192 features to 8 heads x 128 = 1024
+    assert MODELS["Llama 2 70B"].num_kv_heads * MODELS["Llama 2 70B"].d_head == 1024
+
+
+def test_bottom_right_matches_torch_causal_lower_right():
+    from torch.nn.attention.bias import causal_lower_right
+
+    layer = make(num_kv_heads=2)
+    x = torch.randn(2, 7, 32)
+    cache = mha.KVCache()
+    layer(x[:, :4], is_causal=True, cache=cache)
+    out, _ = layer(x[:, 4:], is_causal=True, cache=cache)  # 3 new queries over 7 keys
+    H = layer.num_heads
+    q = mha.split_heads(layer.W_q(x[:, 4:]), H)  # (B, 3, D) -> (B, H, 3, Dh)
+    k, v = (_repeat_kv(c, H) for c in (cache.keys, cache.values))  # (B, H, 7, Dh)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(3, 7))
+    torch.testing.assert_close(out, layer.W_o(mha.merge_heads(ref)), **TOL)
+    top_left = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # the pitfall
+    assert not torch.allclose(layer.W_o(mha.merge_heads(top_left)), out, atol=1e-3)
+
+
+class _Scaled(mha.MultiHeadAttention):
+    """A position-dependent _position hook (as rotary embeddings are): scales query and key
+    position p by 1 + p / 10, positions counted from ``offset``."""
+
+    offsets = []
+
+    def _position(self, q, k, offset):
+        self.offsets.append(offset)
+        pos_q = offset + torch.arange(q.size(-2), dtype=q.dtype)  # (Lq,)
+        pos_k = offset + torch.arange(k.size(-2), dtype=k.dtype)  # (Lk,)
+        return q * (1 + pos_q[:, None] / 10), k * (1 + pos_k[:, None] / 10)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_position_hook_gets_the_cache_offset(need_weights):
+    torch.manual_seed(0)
+    layer = _Scaled(32, 4, num_kv_heads=2).eval()
+    x = torch.randn(2, 7, 32)
+    full, _ = layer(x, is_causal=True, need_weights=need_weights)
+    _Scaled.offsets = []
+    out, cache = decode(layer, x, [3, 1, 2, 1], need_weights=need_weights)
+    assert _Scaled.offsets == [0, 3, 4, 6]
+    torch.testing.assert_close(out, full, **TOL)
+    # the cache holds the keys after the hook (position-scaled), not the raw projections
+    raw = mha.split_heads(layer.W_k(x), 2)  # (B, L, Hkv*Dh) -> (B, Hkv, L, Dh)
+    scale = 1 + torch.arange(7.0)[:, None] / 10  # (L, 1)
+    torch.testing.assert_close(cache.keys, raw * scale, **TOL)

@@ -1,0 +1,1 @@
+from .widgets import count_flops, count_parameters  # noqa: F401
