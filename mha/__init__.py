@@ -1,8 +1,8 @@
 """mha: multi-head attention, from one head to many (the package behind the book).
 
 Everything public is importable from here; ``mha.viz``, ``mha.widgets``, ``mha.exercises``,
-``mha.tiny``, ``mha.tasks``, ``mha.train``, ``mha.patterns``, ``mha.configs`` and ``mha.decode``
-are imported on first use, so ``import mha`` needs only torch.
+``mha.tiny``, ``mha.tasks``, ``mha.train``, ``mha.patterns``, ``mha.configs``, ``mha.decode``
+and ``mha.positions`` are imported on first use, so ``import mha`` needs only torch.
 """
 
 import importlib
@@ -26,9 +26,11 @@ from .loop import MultiHeadAttentionLoop
 from .masks import causal_mask, convert_mask, valid_lens_to_mask
 from .record import record_attention
 from .relative import RelativeMultiHeadAttention
+from .rotary import RotaryMultiHeadAttention, apply_rope
 
 __all__ = [
     "__version__",
+    "apply_rope",
     "attention_layers",
     "AttentionHead",
     "blockwise_attention",
@@ -47,13 +49,15 @@ __all__ = [
     "prune_heads",
     "record_attention",
     "RelativeMultiHeadAttention",
+    "RotaryMultiHeadAttention",
     "scaled_dot_product_attention",
     "sdpa_backend",
     "split_heads",
     "valid_lens_to_mask",
 ]
 
-_LAZY = ("viz", "widgets", "exercises", "tiny", "tasks", "train", "patterns", "configs", "decode")
+_LAZY = ("viz", "widgets", "exercises", "tiny", "tasks", "train", "patterns", "configs", "decode",
+         "positions")
 
 
 def __getattr__(name):

@@ -1,0 +1,139 @@
+"""Rotary position embedding (RoPE, Su et al.): positions as rotations of queries and keys.
+
+Shape legend: B batch, H query heads, Hkv key/value heads, L length, Lq/Lk query/key lengths,
+Dh d_head (see ``mha.functional``).
+
+Feature pair j of a query or key at position m is rotated by the angle m * theta_j, with
+theta_j = base ** (-2j / Dh), j = 0 .. Dh/2 - 1. Read a pair (a, b) as the complex number a + ib:
+the rotation multiplies it by exp(i m theta_j), and the dot product of a query at position m with a
+key at position n becomes Re sum_j q_j conj(k_j) exp(i (m - n) theta_j): it depends on the two
+positions only through their distance m - n.
+
+Two conventions pair the features differently (the same idea, different weights):
+
+- "rotate half" (``interleaved=False``, the default; GPT-NeoX, Hugging Face Llama): pair j is
+  features (j, j + Dh/2);
+- interleaved (``interleaved=True``; the RoFormer paper, Meta's original Llama code): pair j is
+  features (2j, 2j + 1).
+"""
+
+import math
+
+import torch
+
+from . import _checks
+from .layer import MultiHeadAttention
+
+__all__ = ["RotaryMultiHeadAttention", "apply_rope", "rope_angles"]
+
+
+def _check_base(base):
+    if isinstance(base, bool) or not isinstance(base, (int, float)):
+        raise TypeError(f"base must be a number; got {base!r} ({type(base).__name__})")
+    if not math.isfinite(base) or base <= 1:
+        raise ValueError(f"base must be a finite number > 1 (10000.0 in most models); got {base}")
+
+
+def _check_positions(positions, length, device):
+    """``positions`` (None, a sequence of ints or an integer tensor) -> a long tensor (L,)."""
+    if positions is None:
+        return torch.arange(length, device=device)
+    if not isinstance(positions, torch.Tensor):
+        if not isinstance(positions, (list, tuple, range)):
+            raise TypeError(f"positions must be an integer tensor of shape (L,); got "
+                            f"{type(positions).__name__}")
+        positions = torch.tensor(list(positions), dtype=torch.long)
+    if positions.dtype.is_floating_point or positions.dtype.is_complex or \
+            positions.dtype == torch.bool:
+        raise TypeError(f"positions must be an integer tensor (token indices); got dtype "
+                        f"{positions.dtype}")
+    if positions.dim() != 1 or positions.size(0) != length:
+        raise ValueError(f"positions must have shape (L,) = ({length},), one position per token "
+                         f"of x; got shape {tuple(positions.shape)}")
+    return positions.to(device=device, dtype=torch.long)
+
+
+def rope_angles(positions, d_head, *, base=10000.0, dtype=torch.float32):
+    """The rotation angles: positions (L,) -> (L, Dh/2), entry (m, j) = positions[m] * theta_j
+    with theta_j = base ** (-2j / Dh)."""
+    j = torch.arange(d_head // 2, device=positions.device, dtype=dtype)
+    theta = base ** (-2.0 * j / d_head)  # (Dh/2,) from 1 down to about 1 / base
+    return positions.to(dtype)[:, None] * theta[None, :]  # (L, 1) * (1, Dh/2) -> (L, Dh/2)
+
+
+def apply_rope(x, positions=None, *, base=10000.0, interleaved=False):
+    """Rotate the feature pairs of ``x`` (..., L, Dh) by their position: pair j of the token at
+    position m turns by the angle m * base ** (-2j / Dh).
+
+    ``positions``: integers (L,), default 0 .. L-1 (decoding with a cache continues them).
+    Pairs are (j, j + Dh/2) by default ("rotate half"), (2j, 2j + 1) with ``interleaved=True``.
+    Returns a tensor of the shape and dtype of ``x``; float16 and bfloat16 inputs are rotated in
+    float32 and rounded once at the end. ``Dh`` must be even.
+    """
+    _checks.check_tensor("x", x)
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"x must be a floating-point tensor (queries or keys); got dtype {x.dtype}")
+    if x.dim() < 2:
+        raise ValueError(f"x must have shape (..., L, Dh); got shape {tuple(x.shape)}")
+    L, Dh = x.shape[-2:]
+    if Dh % 2:
+        raise ValueError(f"x has d_head = {Dh} features (its last dimension) but rotary "
+                         f"embeddings rotate pairs of features: d_head must be even")
+    _check_base(base)
+    positions = _check_positions(positions, L, x.device)
+    work = torch.float64 if x.dtype == torch.float64 else torch.float32
+    angles = rope_angles(positions, Dh, base=base, dtype=work)  # (L, Dh/2)
+    cos, sin = angles.cos(), angles.sin()
+    y = x.to(work)
+    if interleaved:
+        a, b = y[..., 0::2], y[..., 1::2]  # (..., L, Dh/2) each: features 2j and 2j + 1
+    else:
+        a, b = y[..., : Dh // 2], y[..., Dh // 2:]  # features j and j + Dh/2
+    # (a + ib) * (cos + i sin) = (a cos - b sin) + i (a sin + b cos)
+    ra, rb = a * cos - b * sin, a * sin + b * cos  # (..., L, Dh/2) each
+    if interleaved:
+        out = torch.stack((ra, rb), dim=-1).flatten(-2)  # (..., L, Dh/2, 2) -> (..., L, Dh)
+    else:
+        out = torch.cat((ra, rb), dim=-1)  # (..., L, Dh)
+    return out.to(x.dtype)
+
+
+class RotaryMultiHeadAttention(MultiHeadAttention):
+    """``MultiHeadAttention`` with rotary position embeddings: every head's queries and keys are
+    rotated by ``apply_rope`` after the projections, so the scores depend on the positions only
+    through their distance.
+
+    Same arguments and forward as ``MultiHeadAttention`` (masks, valid_lens, is_causal,
+    head_mask, GQA), and the same fused path. Decoding with a ``KVCache`` continues the positions
+    from ``cache.seq_len``; the cache stores the rotated keys.
+
+    Self-attention only: queries and keys from two different sequences (cross-attention) have no
+    common position axis, so ``forward`` refuses a ``key`` that is not ``query``; use a
+    ``MultiHeadAttention`` there (as encoder-decoder models with rotary positions do).
+    """
+
+    def __init__(self, d_model, num_heads, *, base=10000.0, interleaved=False, **kwargs):
+        super().__init__(d_model, num_heads, **kwargs)
+        if self.d_head % 2:
+            raise ValueError(f"d_head = d_model / num_heads = {self.d_head} must be even: rotary "
+                             f"embeddings rotate pairs of features")
+        _check_base(base)
+        self.base, self.interleaved = float(base), bool(interleaved)
+
+    def forward(self, query, key=None, value=None, **kwargs):
+        """As ``MultiHeadAttention.forward``; ``key``, when given, must be ``query`` itself."""
+        if key is not None and key is not query:
+            raise ValueError("RotaryMultiHeadAttention is for self-attention: key must be None "
+                             "or query itself (rotary positions compare positions within one "
+                             "sequence); use mha.MultiHeadAttention for cross-attention")
+        return super().forward(query, key, value, **kwargs)
+
+    def _position(self, q, k, offset):
+        """Rotate q (B, H, Lq, Dh) and k (B, Hkv, Lk, Dh) at positions offset, offset + 1, ..."""
+        kw = {"base": self.base, "interleaved": self.interleaved}
+        q_pos = torch.arange(offset, offset + q.size(-2), device=q.device)  # (Lq,)
+        k_pos = torch.arange(offset, offset + k.size(-2), device=k.device)  # (Lk,)
+        return apply_rope(q, q_pos, **kw), apply_rope(k, k_pos, **kw)
+
+    def extra_repr(self):
+        return super().extra_repr() + f", base={self.base}, interleaved={self.interleaved}"

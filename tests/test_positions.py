@@ -1,0 +1,73 @@
+"""The position experiment of chapter 11 (mha/positions.py) and its shipped weights."""
+
+import pytest
+import torch
+
+import mha
+from mha import positions as P
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return P.load_models()
+
+
+def test_shipped_weights_are_small():
+    assert P.WEIGHTS.stat().st_size < 150 * 1024
+    total = sum(p.stat().st_size for p in P.WEIGHTS.parent.glob("*"))
+    assert total < 1024 * 1024, f"mha/weights holds {total / 1024:.0f} KB; the limit is 1 MB"
+
+
+def test_shipped_models_solve_the_task_at_the_training_length(shipped):
+    models, info = shipped
+    assert set(models) == set(P.SCHEMES)
+    assert info["settings"]["train_len"] == 16 and info["settings"]["shift"] == 3
+    for scheme, model in models.items():
+        acc = P.accuracy_by_position(model, 16)
+        assert acc[:3].isnan().all()
+        assert acc[3:].min() > 0.99, scheme
+
+
+def test_length_generalisation_of_the_shipped_models(shipped):
+    models, _ = shipped
+    at_64 = {s: P.accuracy_by_position(m, 64)[3:] for s, m in models.items()}
+    assert at_64["relative"].min() > 0.99  # clipped distances: nothing new at any length
+    assert at_64["learned"][16 - 3:].mean() < 0.2  # rows 16..63 of its table were never trained
+    for scheme in ("sinusoidal", "rotary"):
+        assert at_64[scheme][: 16 - 3].min() > 0.99  # the trained positions stay right
+        assert at_64[scheme].mean() < 0.9  # ... but not the whole of the longer sequence
+
+
+def test_models_use_the_package_layers(shipped):
+    models, _ = shipped
+    assert type(models["relative"].attn) is mha.RelativeMultiHeadAttention
+    assert type(models["rotary"].attn) is mha.RotaryMultiHeadAttention
+    assert type(models["learned"].attn) is mha.MultiHeadAttention
+    logits, weights = models["rotary"](torch.zeros(2, 20, dtype=torch.long), need_weights=True)
+    assert logits.shape == (2, 20, 16) and weights.shape == (2, 2, 20, 20)
+    assert torch.all(weights.triu(1) == 0)  # causal
+
+
+def test_batch_and_sinusoid():
+    ids, targets = P.copy_back_batch(4, 10, shift=3, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(targets[:, 3:], ids[:, :-3]) and (targets[:, :3] == P.IGNORE).all()
+    pe = P.sinusoidal_positions(50, 8)
+    assert torch.allclose(pe[:, 0], torch.sin(torch.arange(50.0)))
+    assert torch.allclose(pe[:, 1], torch.cos(torch.arange(50.0)))
+    assert torch.allclose(pe[7, 6], torch.sin(torch.tensor(7 / 10000 ** (6 / 8))))
+    assert torch.allclose(pe[7, 7], torch.cos(torch.tensor(7 / 10000 ** (6 / 8))))
+
+
+def test_training_is_repeatable_and_learns():
+    _, a = P.train_copy_back("rotary", steps=30, seed=3)
+    _, b = P.train_copy_back("rotary", steps=30, seed=3)
+    assert a == b
+    assert a[-1] < a[0] - 0.1
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="scheme must be one of"):
+        P.CopyBackModel("alibi")
+    model = P.CopyBackModel("learned", max_len=8)
+    with pytest.raises(ValueError, match="length 9 but the learned table has max_len = 8"):
+        model(torch.zeros(1, 9, dtype=torch.long))

@@ -1,0 +1,281 @@
+"""Rotary position embeddings: `mha.apply_rope` against an independent complex-number
+formulation, its relative property, both pair conventions, dtypes, errors; and
+`mha.RotaryMultiHeadAttention` (fused path == weights path, GQA, an explicit reference)."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mha
+from mha.rotary import apply_rope
+
+
+def rope_complex(x, positions, base=10000.0, interleaved=False):
+    """The rotation written as a complex multiplication, in float64: pair j -> a + ib, times
+    exp(i * position * base ** (-2j / Dh))."""
+    x = x.double()
+    Dh = x.size(-1)
+    if interleaved:
+        z = torch.view_as_complex(x.reshape(*x.shape[:-1], Dh // 2, 2).contiguous())
+    else:
+        z = torch.complex(x[..., : Dh // 2], x[..., Dh // 2:])
+    theta = base ** (-2.0 * torch.arange(Dh // 2, dtype=torch.float64) / Dh)
+    angle = torch.as_tensor(positions, dtype=torch.float64)[:, None] * theta  # (L, Dh/2)
+    z = z * torch.polar(torch.ones_like(angle), angle)
+    if interleaved:
+        return torch.view_as_real(z).flatten(-2)
+    return torch.cat([z.real, z.imag], dim=-1)
+
+
+def to_interleaved(x):
+    """Rotate-half feature order (j, j + Dh/2) -> interleaved order (2j, 2j + 1)."""
+    Dh = x.size(-1)
+    return torch.stack([x[..., : Dh // 2], x[..., Dh // 2:]], dim=-1).flatten(-2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(batch=st.integers(1, 3), heads=st.integers(1, 3), length=st.integers(1, 9),
+       half=st.integers(1, 8), interleaved=st.booleans(), start=st.integers(0, 500),
+       base=st.sampled_from([100.0, 10000.0, 500000.0]))
+def test_apply_rope_equals_complex_multiplication(batch, heads, length, half, interleaved,
+                                                  start, base):
+    x = torch.randn(batch, heads, length, 2 * half, dtype=torch.float64)
+    positions = torch.arange(start, start + length)
+    got = apply_rope(x, positions, base=base, interleaved=interleaved)
+    want = rope_complex(x, positions, base, interleaved)
+    torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-10)
+
+
+def test_default_positions_are_0_to_L_minus_1_and_position_0_is_identity():
+    x = torch.randn(2, 7, 8)
+    torch.testing.assert_close(apply_rope(x), apply_rope(x, torch.arange(7)))
+    torch.testing.assert_close(apply_rope(x, [0] * 7), x)
+    torch.testing.assert_close(apply_rope(x, range(7)), rope_complex(x, range(7)).float())
+
+
+def test_rotation_keeps_norms():
+    x = torch.randn(3, 10, 16, dtype=torch.float64)
+    for interleaved in (False, True):
+        y = apply_rope(x, interleaved=interleaved)
+        torch.testing.assert_close(y.norm(dim=-1), x.norm(dim=-1))
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_score_depends_only_on_distance(interleaved):
+    q, k = torch.randn(16, dtype=torch.float64), torch.randn(16, dtype=torch.float64)
+    pairs = [(5, 2), (3, 0), (103, 100), (1003, 1000)]  # all at distance m - n = 3
+
+    def score(m, n):
+        qm = apply_rope(q[None], [m], interleaved=interleaved)[0]
+        kn = apply_rope(k[None], [n], interleaved=interleaved)[0]
+        return (qm @ kn).item()
+
+    scores = [score(m, n) for m, n in pairs]
+    assert max(scores) - min(scores) < 1e-9
+    assert abs(score(5, 2) - score(5, 3)) > 1e-3  # another distance gives another score
+
+
+def test_the_two_conventions_differ_by_a_feature_permutation():
+    x = torch.randn(2, 6, 12)
+    rotate_half = apply_rope(x)
+    interleaved = apply_rope(to_interleaved(x), interleaved=True)
+    torch.testing.assert_close(interleaved, to_interleaved(rotate_half))
+    assert not torch.allclose(apply_rope(x, interleaved=True), rotate_half, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_half_precision_keeps_dtype_and_computes_angles_in_float32(dtype, interleaved):
+    x = torch.randn(2, 3, 40, 16).to(dtype)
+    positions = torch.arange(1000, 1040)  # large angles: half-precision angles would be far off
+    y = apply_rope(x, positions, interleaved=interleaved)
+    assert y.dtype == dtype and y.shape == x.shape
+    exact = rope_complex(x, positions, interleaved=interleaved)  # float64
+    eps = torch.finfo(dtype).eps
+    torch.testing.assert_close(y.double(), exact, atol=2 * eps, rtol=2 * eps)
+    # angles computed in the half dtype itself miss by far more than one rounding
+    theta = 10000.0 ** (-2 * torch.arange(8) / 16)
+    naive = positions.to(dtype)[:, None] * theta.to(dtype)  # (L, Dh/2) in half precision
+    exact_angles = positions.double()[:, None] * theta.double()
+    assert (naive.double() - exact_angles).abs().max() > 0.1
+
+
+@pytest.mark.parametrize("d_head", [1, 7, 15])
+def test_odd_d_head_is_rejected(d_head):
+    with pytest.raises(ValueError, match=rf"d_head = {d_head} .* must be even"):
+        apply_rope(torch.randn(2, 5, d_head))
+
+
+def test_bad_positions_and_inputs_are_rejected():
+    x = torch.randn(2, 5, 8)
+    with pytest.raises(ValueError, match=r"positions must have shape \(L,\) = \(5,\).*\(4,\)"):
+        apply_rope(x, torch.arange(4))
+    with pytest.raises(ValueError, match=r"positions must have shape"):
+        apply_rope(x, torch.zeros(1, 5, dtype=torch.long))
+    with pytest.raises(TypeError, match="positions must be an integer tensor.*float32"):
+        apply_rope(x, torch.arange(5.0))
+    with pytest.raises(TypeError, match="positions must be an integer tensor.*str"):
+        apply_rope(x, "01234")
+    with pytest.raises(TypeError, match="x must be a floating-point tensor"):
+        apply_rope(torch.ones(2, 5, 8, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"x must have shape \(\.\.\., L, Dh\)"):
+        apply_rope(torch.randn(8))
+    with pytest.raises(ValueError, match="base must be a finite number > 1"):
+        apply_rope(x, base=0.5)
+    with pytest.raises(TypeError, match="base must be a number"):
+        apply_rope(x, base="10000")
+
+
+# --- RotaryMultiHeadAttention ---------------------------------------------------------------
+
+
+def reference_rotary_attention(layer, x, is_causal=False):
+    """Explicit per-head computation with the complex-number rotation (float64)."""
+    B, L, _ = x.shape
+    H, Hkv, Dh = layer.num_heads, layer.num_kv_heads, layer.d_head
+    x = x.double()
+    q = (x @ layer.W_q.weight.double().T).view(B, L, H, Dh).transpose(1, 2)
+    k = (x @ layer.W_k.weight.double().T).view(B, L, Hkv, Dh).transpose(1, 2)
+    v = (x @ layer.W_v.weight.double().T).view(B, L, Hkv, Dh).transpose(1, 2)
+    q = rope_complex(q, range(L), layer.base, layer.interleaved)
+    k = rope_complex(k, range(L), layer.base, layer.interleaved)
+    k, v = k.repeat_interleave(H // Hkv, dim=1), v.repeat_interleave(H // Hkv, dim=1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(Dh)
+    if is_causal:
+        scores = scores.masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), float("-inf"))
+    out = scores.softmax(-1) @ v  # (B, H, L, Dh)
+    return out.transpose(1, 2).reshape(B, L, H * Dh) @ layer.W_o.weight.double().T
+
+
+@pytest.mark.parametrize("num_kv_heads", [None, 2, 1])
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_rotary_layer_matches_reference_fused_and_weights_paths(num_kv_heads, interleaved,
+                                                                is_causal):
+    torch.manual_seed(0)
+    layer = mha.RotaryMultiHeadAttention(32, 4, num_kv_heads=num_kv_heads,
+                                         interleaved=interleaved)
+    x = torch.randn(2, 9, 32)
+    fused, none = layer(x, is_causal=is_causal)
+    explicit, weights = layer(x, is_causal=is_causal, need_weights=True)
+    assert none is None and weights.shape == (2, 4, 9, 9)
+    torch.testing.assert_close(fused, explicit, atol=1e-5, rtol=1e-4)
+    want = reference_rotary_attention(layer, x, is_causal).float()
+    torch.testing.assert_close(explicit, want, atol=1e-5, rtol=1e-4)
+
+
+def test_rotary_layer_differs_from_plain_layer_and_is_shift_invariant():
+    torch.manual_seed(0)
+    rotary = mha.RotaryMultiHeadAttention(16, 2)
+    plain = mha.MultiHeadAttention(16, 2)
+    plain.load_state_dict(rotary.state_dict())
+    x = torch.randn(1, 6, 16)
+    assert not torch.allclose(rotary(x)[0], plain(x)[0], atol=1e-3)
+    # the weights depend on the distances only: the same pattern for every shift of the start
+    _, w = rotary(x, need_weights=True)
+    q_pos = torch.arange(50, 56)
+    q, k, _ = rotary._project(x, x, x)
+    q50, k50 = (apply_rope(t, q_pos) for t in (q, k))
+    w50 = (q50 @ k50.transpose(-2, -1) / math.sqrt(rotary.d_head)).softmax(-1)
+    torch.testing.assert_close(w, w50, atol=1e-5, rtol=1e-4)
+
+
+def test_rotary_layer_errors():
+    with pytest.raises(ValueError, match=r"d_head = d_model / num_heads = 3 must be even"):
+        mha.RotaryMultiHeadAttention(12, 4)
+    with pytest.raises(ValueError, match="base must be a finite number > 1"):
+        mha.RotaryMultiHeadAttention(16, 2, base=-1.0)
+    layer = mha.RotaryMultiHeadAttention(16, 2)
+    x, memory = torch.randn(1, 4, 16), torch.randn(1, 5, 16)
+    with pytest.raises(ValueError, match="self-attention: key must be None or query itself"):
+        layer(x, memory)
+    out, _ = layer(x, x, x)  # key given but it is the query: fine
+    torch.testing.assert_close(out, layer(x)[0])
+
+
+def test_rotary_layer_in_half_precision_keeps_dtype():
+    layer = mha.RotaryMultiHeadAttention(16, 2, dtype=torch.bfloat16)
+    out, _ = layer(torch.randn(1, 5, 16, dtype=torch.bfloat16))
+    assert out.dtype == torch.bfloat16
+
+
+def test_relative_attention_is_unchanged_by_rotary():
+    # RelativeMultiHeadAttention still reduces to MultiHeadAttention with zero tables
+    torch.manual_seed(0)
+    rel = mha.RelativeMultiHeadAttention(16, 2, max_relative_position=3)
+    with torch.no_grad():
+        rel.relative_key.weight.zero_()
+        rel.relative_value.weight.zero_()
+    plain = mha.MultiHeadAttention(16, 2)
+    plain.load_state_dict({k: v for k, v in rel.state_dict().items() if k.startswith("W_")})
+    x = torch.randn(2, 7, 16)
+    torch.testing.assert_close(rel(x, need_weights=True)[0], plain(x)[0], atol=1e-6, rtol=1e-5)
+
+
+# --- decoding with a KVCache ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("num_kv_heads", [None, 2])
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("chunks", [[1] * 10, [4, 1, 3, 2], [10]])
+def test_cache_decoding_equals_the_full_causal_forward(num_kv_heads, interleaved, chunks):
+    torch.manual_seed(0)
+    layer = mha.RotaryMultiHeadAttention(32, 4, num_kv_heads=num_kv_heads,
+                                         interleaved=interleaved)
+    x = torch.randn(2, sum(chunks), 32)
+    full, _ = layer(x, is_causal=True)
+    cache, outs, start = mha.KVCache(), [], 0
+    for n in chunks:
+        out, _ = layer(x[:, start:start + n], is_causal=True, cache=cache)
+        outs.append(out)
+        start += n
+    torch.testing.assert_close(torch.cat(outs, dim=1), full, atol=1e-5, rtol=1e-5)
+    # the cache holds the ROTATED keys, Hkv heads of them, never copies
+    Hkv = num_kv_heads or 4
+    assert cache.keys.shape == (2, Hkv, 10, 8)
+    _, k, _ = layer._project(x, x, x)  # (B, Hkv, L, Dh), not rotated
+    rotated = apply_rope(k, interleaved=interleaved)
+    torch.testing.assert_close(cache.keys, rotated, atol=1e-5, rtol=1e-5)
+
+
+def test_cache_decoding_weights_path_and_positions_continue():
+    torch.manual_seed(0)
+    layer = mha.RotaryMultiHeadAttention(16, 2)
+    x = torch.randn(1, 6, 16)
+    _, full_weights = layer(x, is_causal=True, need_weights=True)  # (1, 2, 6, 6)
+    cache = mha.KVCache()
+    layer(x[:, :5], is_causal=True, cache=cache)
+    _, step_weights = layer(x[:, 5:], is_causal=True, cache=cache, need_weights=True)
+    torch.testing.assert_close(step_weights[:, :, 0], full_weights[:, :, 5], atol=1e-6,
+                               rtol=1e-5)
+    assert cache.seq_len == 6
+
+    class ForgetsOffset(mha.RotaryMultiHeadAttention):  # rotates new tokens from position 0
+        def _position(self, q, k, offset):
+            return super()._position(q, k, 0)
+
+    wrong_layer = ForgetsOffset(16, 2)
+    wrong_layer.load_state_dict(layer.state_dict())
+    cache = mha.KVCache()
+    wrong_layer(x[:, :5], is_causal=True, cache=cache)
+    _, wrong = wrong_layer(x[:, 5:], is_causal=True, cache=cache, need_weights=True)
+    assert not torch.allclose(wrong[:, :, 0], full_weights[:, :, 5], atol=1e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (none present)")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rotary_layer_on_cuda(dtype):
+    tol = {torch.float32: 2e-5, torch.bfloat16: 2e-2}[dtype]
+    layer = mha.RotaryMultiHeadAttention(256, 8, num_kv_heads=2, device="cuda", dtype=dtype)
+    x = torch.randn(2, 64, 256, device="cuda", dtype=dtype)
+    fused, _ = layer(x, is_causal=True)
+    explicit, _ = layer(x, is_causal=True, need_weights=True)
+    assert fused.device.type == "cuda" and fused.dtype == dtype
+    torch.testing.assert_close(fused, explicit, atol=tol, rtol=tol)
+    cache = mha.KVCache()
+    steps = [layer(x[:, t:t + 8], is_causal=True, cache=cache)[0] for t in range(0, 64, 8)]
+    torch.testing.assert_close(torch.cat(steps, 1), fused, atol=tol, rtol=tol)
