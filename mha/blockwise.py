@@ -35,6 +35,7 @@ def online_softmax_step(running_max, running_sum, acc, scores, value):
     A row that has seen no allowed key keeps max -inf, sum 0 and acc 0; an empty block
     (Bk = 0) leaves the state as it is.
     """
+    _check_step(running_max, running_sum, acc, scores, value)
     if scores.size(-1) == 0:
         return running_max, running_sum, acc
     # the maximum is only a stabiliser (the result does not depend on it): no gradient through it
@@ -93,6 +94,32 @@ def blockwise_attention(query, key, value, mask=None, *, is_causal=False, block_
                                                             scores, v)
     denominator = running_sum.masked_fill(running_sum == 0, 1.0)  # no key: acc is 0, output 0
     return (acc / denominator[..., None]).to(query.dtype)  # (..., Lq, Dv)
+
+
+def _check_step(running_max, running_sum, acc, scores, value):
+    """The online-softmax state and one block: floating tensors whose shapes fit together."""
+    named = (("running_max", running_max), ("running_sum", running_sum), ("acc", acc),
+             ("scores", scores), ("value", value))
+    for name, x in named:
+        _checks.check_tensor(name, x)
+        if not x.dtype.is_floating_point:
+            raise TypeError(f"{name} must be a floating-point tensor; got dtype {x.dtype}")
+    if scores.dim() < 2 or value.dim() < 2 or acc.dim() < 2:
+        raise ValueError(
+            f"scores (..., Lq, Bk), value (..., Bk, Dv) and acc (..., Lq, Dv) need two axes each; "
+            f"got shapes {tuple(scores.shape)}, {tuple(value.shape)} and {tuple(acc.shape)}"
+        )
+    Lq, Bk = scores.shape[-2:]
+    expected = {"running_max": (Lq,), "running_sum": (Lq,), "value": (Bk,),
+                "acc": (Lq, value.size(-1))}
+    for name, x in named[:3] + named[4:]:
+        tail = tuple(x.shape[-len(expected[name]):]) if name != "value" else (x.size(-2),)
+        if tail != expected[name]:
+            raise ValueError(
+                f"{name} has shape {tuple(x.shape)}, which does not fit scores of shape "
+                f"{tuple(scores.shape)} (Lq = {Lq}, Bk = {Bk}): expected running_max and "
+                f"running_sum (..., Lq), acc (..., Lq, Dv), value (..., Bk, Dv)"
+            )
 
 
 def _check_blockwise(query, key, value, mask, is_causal, block_size, scale):

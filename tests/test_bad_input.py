@@ -560,6 +560,61 @@ def _():
     )
 
 
+@register("apply_rope / RotaryMultiHeadAttention")
+def _():
+    return st.one_of(
+        not_a_tensor((2, 5, 8)).map(lambda x: ((lambda: mha.apply_rope(x)), "x")),
+        INT_DTYPES.map(lambda d: ((lambda: mha.apply_rope(t(2, 5, 8, dtype=d))), "x")),
+        st.sampled_from([3, 5, 7]).map(lambda dh: ((lambda: mha.apply_rope(t(2, 5, dh))), "d_head")),
+        st.sampled_from([torch.arange(4), torch.ones(5), "01234"]).map(
+            lambda p: ((lambda: mha.apply_rope(t(2, 5, 8), p)), "positions")),
+        st.sampled_from([0.5, -1.0, float("nan"), "10000"]).map(
+            lambda b: ((lambda: mha.apply_rope(t(2, 5, 8), base=b)), "base")),
+        st.sampled_from([(12, 4), (6, 2)]).map(lambda a: (
+            (lambda: mha.RotaryMultiHeadAttention(*a)), "d_head")),
+        st.just(((lambda: mha.RotaryMultiHeadAttention(8, 2)(t(2, 5, 8), t(2, 5, 8))), "key")),
+    )
+
+
+@register("blockwise_attention / online_softmax_step")
+def _():
+    q = t(2, 5, 8)
+
+    def step(**bad):
+        state = {"running_max": torch.full((2, 5), float("-inf")),
+                 "running_sum": torch.zeros(2, 5), "acc": torch.zeros(2, 5, 8),
+                 "scores": t(2, 5, 3), "value": t(2, 3, 8)}
+        return mha.online_softmax_step(**{**state, **bad})
+
+    return st.one_of(
+        not_a_tensor((2, 5, 8)).map(lambda x: ((lambda: mha.blockwise_attention(x, q, q)),
+                                               "query")),
+        OTHER_FLOAT.map(lambda d: ((lambda: mha.blockwise_attention(
+            q, t(2, 5, 8, dtype=d), q)), "key")),
+        BAD_POSITIVE_INT.map(lambda b: ((lambda: mha.blockwise_attention(
+            q, q, q, block_size=b)), "block_size")),
+        NOT_A_BOOL.map(lambda c: ((lambda: mha.blockwise_attention(
+            q, q, q, is_causal=c)), "is_causal")),
+        BAD_SCALE.map(lambda s: ((lambda: mha.blockwise_attention(q, q, q, scale=s)), "scale")),
+        st.sampled_from(["running_max", "running_sum", "acc", "scores", "value"]).flatmap(
+            lambda name: not_a_tensor((2, 5)).map(
+                lambda x: ((lambda: step(**{name: x})), name))),
+        st.sampled_from([("running_max", (2, 4)), ("running_sum", (3,)),
+                         ("acc", (2, 5, 7)), ("value", (2, 4, 8))]).map(
+            lambda case: ((lambda: step(**{case[0]: t(*case[1])})), case[0])),
+    )
+
+
+@register("sdpa_backend / peak_memory")
+def _():
+    bad = st.sampled_from([None, 3, "sdpa", torch.ones(2)])
+    return st.one_of(
+        bad.map(lambda f: ((lambda: mha.sdpa_backend(f, t(2, 5, 8))), "fn")),
+        bad.map(lambda f: ((lambda: mha.peak_memory(f, t(2, 5, 8))), "fn")),
+        st.just(((lambda: mha.peak_memory(torch.relu, torch.ones(2, device=META))), "meta")),
+    )
+
+
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_wrong_call_names_the_argument(name):
     @settings(max_examples=40)
