@@ -123,29 +123,9 @@ def _check_step(running_max, running_sum, acc, scores, value):
 
 
 def _check_blockwise(query, key, value, mask, is_causal, block_size, scale):
+    # tensors, dtypes (mixtures too), devices, shapes and the mask: as for the explicit path
     _checks.check_attention_inputs(query, key, value, mask)
-    for name, x in (("query", query), ("key", key), ("value", value)):
-        if not x.dtype.is_floating_point:
-            raise TypeError(f"{name} must be a floating-point tensor; got dtype {x.dtype}")
-    if not query.dtype == key.dtype == value.dtype:
-        raise TypeError(
-            f"query, key and value must have the same dtype; got {query.dtype}, {key.dtype} "
-            f"and {value.dtype}"
-        )
-    if not query.device == key.device == value.device:
-        raise ValueError(
-            f"query, key and value must be on the same device; got {query.device}, "
-            f"{key.device} and {value.device}"
-        )
-    try:
-        torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
-    except RuntimeError:
-        raise ValueError(
-            f"the batch axes of query {tuple(query.shape)}, key {tuple(key.shape)} and value "
-            f"{tuple(value.shape)} (all but the last two) must broadcast together"
-        ) from None
-    if not isinstance(is_causal, bool):
-        raise TypeError(f"is_causal must be a bool; got {is_causal!r}")
+    _checks.check_bool("is_causal", is_causal)
     _checks.check_positive_int("block_size", block_size)
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
                               or not math.isfinite(scale)):

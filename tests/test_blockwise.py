@@ -212,11 +212,11 @@ def test_bad_tensors():
         mha.blockwise_attention(q, k, v, torch.ones(3, 5, dtype=torch.bool))
     with pytest.raises(TypeError, match="key has dtype torch.float64 but query has torch.float32"):
         mha.blockwise_attention(q, k.double(), v)
-    with pytest.raises(TypeError, match="query must be a floating-point tensor; got dtype"):
+    with pytest.raises(TypeError, match="query must be a floating-point tensor"):
         mha.blockwise_attention(q.long(), k, v)
-    with pytest.raises(TypeError, match="key must be a torch.Tensor; got list"):
+    with pytest.raises(TypeError, match="key must be a"):
         mha.blockwise_attention(q, [1, 2], v)
-    with pytest.raises(ValueError, match="must broadcast together"):
+    with pytest.raises(ValueError, match="broadcast"):
         mha.blockwise_attention(q, k, torch.randn(3, 4, 16))
 
 
