@@ -1,8 +1,8 @@
 """mha: multi-head attention, from one head to many (the package behind the book).
 
-Everything public is importable from here; ``mha.viz``, ``mha.widgets``, ``mha.exercises``,
-``mha.tiny``, ``mha.tasks``, ``mha.train`` and ``mha.patterns`` are imported on first use, so
-``import mha`` needs only torch.
+Everything public is importable from here; ``mha.viz``, ``mha.widgets``, ``mha.counts``,
+``mha.exercises``, ``mha.tiny``, ``mha.tasks``, ``mha.train`` and ``mha.patterns`` are imported on
+first use, so ``import mha`` needs only torch.
 """
 
 import importlib
@@ -40,7 +40,7 @@ __all__ = [
     "valid_lens_to_mask",
 ]
 
-_LAZY = ("viz", "widgets", "exercises", "tiny", "tasks", "train", "patterns")
+_LAZY = ("viz", "widgets", "counts", "exercises", "tiny", "tasks", "train", "patterns")
 
 
 def __getattr__(name):
