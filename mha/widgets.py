@@ -495,11 +495,13 @@ class Explorer:
         for name in ("d_model", "num_heads", "num_kv_heads", "seq_len", "mask_kind", "sentence"):
             self.controls[name].disabled = trained
 
-    def _sync(self, name):
-        """Keep the coupled knobs valid after ``name`` changed (no redraw while doing it)."""
+    def _sync(self, name, old):
+        """Keep the coupled knobs valid after ``name`` changed from ``old`` (no redraw while
+        doing it). Without grouping (num_kv_heads = num_heads) the two move together."""
         c = self.controls
         self._syncing = True
         try:
+            old_heads = old if name == "num_heads" else c["num_heads"].value
             if name == "d_model":
                 heads = self._head_options(c["d_model"].value)
                 value = _nearest(heads, c["num_heads"].value)
@@ -507,7 +509,9 @@ class Explorer:
                 c["num_heads"].value = value
             if name in ("d_model", "num_heads"):
                 kv = _divisors(c["num_heads"].value)
-                value = _nearest(kv, c["num_kv_heads"].value)
+                ungrouped = c["num_kv_heads"].value == old_heads
+                value = (c["num_heads"].value if ungrouped
+                         else _nearest(kv, c["num_kv_heads"].value))
                 c["num_kv_heads"].options = kv
                 c["num_kv_heads"].value = value
             if name == "source":
@@ -519,7 +523,7 @@ class Explorer:
         if self._syncing:
             return
         owner = next(n for n, c in self.controls.items() if c is change["owner"])
-        self._sync(owner)
+        self._sync(owner, change["old"])
         self.update()
 
     def update(self, change=None):
