@@ -115,8 +115,8 @@
     colourBar(ctx, width - 72, top + 18, Math.min(height - top - 30, 200), "attention weight");
     canvas.dataset.weights = JSON.stringify(w.map(function (a) { return a.map(function (r) { return r.map(round); }); }));
     canvas.dataset.heads = String(H);
-    canvas.setAttribute("aria-label", caption + ". " + H + " heatmaps, one per head; rows are the " +
-      "queries (" + tq.join(" ") + "), columns the keys; colour from 0 to 1 (viridis).");
+    canvas.setAttribute("aria-label", caption + ". " + H + " heatmaps, one per head (" + titles.join("; ") +
+      "); rows are the queries (" + tq.join(" ") + "), columns the keys; colour from 0 to 1 (viridis).");
   }
 
   // chapter 01: the weights of one query over the keys, as bars (0..1)
