@@ -69,7 +69,7 @@
   function setupCanvas(canvas, width, height) {
     var dpr = window.devicePixelRatio || 1;
     canvas.width = Math.ceil(width * dpr); canvas.height = Math.ceil(height * dpr);
-    canvas.style.width = width + "px"; canvas.style.height = height + "px";
+    canvas.style.width = width + "px"; // height follows (CSS height: auto): never distorted
     var ctx = canvas.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, width, height);
@@ -88,12 +88,16 @@
 
   // one heatmap per head: rows = queries (tq), columns = keys (tk), colour scale 0..1
   function drawHeads(canvas, w, tq, tk, titles, caption) {
-    var H = w.length, Lq = tq.length, Lk = tk.length, ncols = Math.min(4, H);
-    var nrows = Math.ceil(H / ncols), cell = Math.max(9, Math.min(20, Math.floor(240 / Math.max(Lq, Lk))));
+    var H = w.length, Lq = tq.length, Lk = tk.length;
+    var cell = Math.max(9, Math.min(20, Math.floor(240 / Math.max(Lq, Lk))));
     var ctx = setupCanvas(canvas, 10, 10), lab = 0;
     tq.concat(tk).forEach(function (t) { lab = Math.max(lab, ctx.measureText(t).width); });
     lab = Math.ceil(lab) + 6;
     var panelW = lab + Lk * cell + 16, panelH = 18 + Lq * cell + lab, top = 24;
+    // as many columns (up to 4) as the text column holds at full size: labels stay readable
+    var avail = (canvas.parentElement && canvas.parentElement.clientWidth) || 1000;
+    var ncols = Math.max(1, Math.min(4, H, Math.floor((avail - 80) / panelW)));
+    var nrows = Math.ceil(H / ncols);
     var width = ncols * panelW + 80, height = top + nrows * panelH + 8;
     ctx = setupCanvas(canvas, width, height);
     ctx.fillStyle = "#111"; ctx.font = "bold 12px sans-serif"; ctx.textAlign = "left";
@@ -191,6 +195,7 @@
       show("temperature", T.toFixed(2));
       drawBars(canvas, e.map(function (x) { return x / z; }), data.tokens, data.highlight,
         data.caption.replace("{T}", T.toFixed(2)));
+      root.dataset.state = JSON.stringify({ temperature: T });
     }
 
     function syncKv(H) { // num_kv_heads offers only the divisors of num_heads
