@@ -1,8 +1,9 @@
 """mha: multi-head attention, from one head to many (the package behind the book).
 
-Everything public is importable from here; ``mha.viz``, ``mha.widgets``, ``mha.exercises``,
-``mha.tiny``, ``mha.tasks``, ``mha.train``, ``mha.patterns``, ``mha.configs``, ``mha.decode``
-and ``mha.positions`` are imported on first use, so ``import mha`` needs only torch.
+Everything public is importable from here; ``mha.viz``, ``mha.widgets``, ``mha.counts``,
+``mha.sources``, ``mha.exercises``, ``mha.tiny``, ``mha.tasks``, ``mha.train``, ``mha.patterns``,
+``mha.configs``, ``mha.decode`` and ``mha.positions`` are imported on first use, so
+``import mha`` needs only torch.
 """
 
 import importlib
@@ -56,8 +57,8 @@ __all__ = [
     "valid_lens_to_mask",
 ]
 
-_LAZY = ("viz", "widgets", "exercises", "tiny", "tasks", "train", "patterns", "configs", "decode",
-         "positions")
+_LAZY = ("viz", "widgets", "counts", "sources", "exercises", "tiny", "tasks", "train", "patterns",
+         "configs", "decode", "positions")
 
 
 def __getattr__(name):

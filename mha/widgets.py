@@ -8,7 +8,18 @@ Two layers, so the maths can be tested without a browser:
   parameter and FLOP counts, or a friendly ``message`` (never an exception) for an impossible
   combination of knobs.
 * ``explorer(...)`` builds the ipywidgets UI around it: every change of a control calls
-  ``explore_once`` again and redraws the heatmaps (``mha.viz.plot_heads``) and the counts table.
+  ``explore_once`` again and sends the weights to the front end (``mha/static/explorer.js``),
+  which draws them on a canvas: one heatmap per head, token labels, one colour scale, a colour
+  bar. Displayed, the explorer is that widget in Jupyter (and Colab), and in the built book a
+  self-contained HTML version (``mha.webview``) whose controls recompute the weights in the
+  page from queries and keys exported here, with no kernel.
+* ``source``: ``"random layer"`` (the seeded layer below) or a layer of chapter 08's trained
+  tiny models on its own inputs (``mha.sources``): then ``seed`` picks the input sample and only
+  the temperature applies; the heads' names and pattern scores are shown beside them.
+
+Coupled knobs stay valid in the UI: num_heads offers only the divisors of d_model (up to 16),
+num_kv_heads only the divisors of num_heads. ``explore_once`` still explains an impossible
+combination given to it directly.
 
 How the input is made. The sentence is split into words and punctuation; ``seq_len`` trims it or
 pads it with ``<pad>``. Each word gets a fixed random embedding (a normal vector seeded by the
@@ -33,9 +44,6 @@ the semantics of ``mha.scaled_dot_product_attention``: query (1, H, L, Dh), key 
 Shapes: H heads, Hkv key/value heads, L = seq_len, D = d_model, Dh = d_head.
 """
 
-import base64
-import html
-import io
 import math
 import re
 import zlib
@@ -43,11 +51,16 @@ from dataclasses import dataclass, field
 
 import torch
 
+# count_parameters / count_flops live in mha.counts; re-exported here for older imports
+from .counts import count_flops, count_parameters
+
 __all__ = [
     "EXAMPLE_SENTENCES",
     "MASK_KINDS",
     "Explorer",
     "ExplorerResult",
+    "SOURCES",
+    "TemperatureBars",
     "count_flops",
     "count_parameters",
     "embed_tokens",
@@ -55,6 +68,7 @@ __all__ = [
     "explorer",
     "measure_latency",
     "render",
+    "temperature_bars",
     "tokenize",
     "validate",
 ]
@@ -71,8 +85,15 @@ MASK_KINDS = ("none", "causal", "padding")
 PAD = "<pad>"
 
 #: the explorer's starting knobs (8 heads over 12 tokens: the setting the latency is measured on)
-DEFAULTS = {"d_model": 64, "num_heads": 8, "num_kv_heads": 8, "seq_len": 12, "temperature": 1.0,
-            "mask_kind": "none", "seed": 0, "sentence": "bank by the river"}
+DEFAULTS = {"source": "random layer", "d_model": 64, "num_heads": 8, "num_kv_heads": 8,
+            "seq_len": 12, "temperature": 1.0, "mask_kind": "none", "seed": 0,
+            "sentence": "bank by the river"}
+#: the heads the explorer can show: the random layer, or a trained layer (``mha.sources``)
+SOURCES = ("random layer", "letters model: layer 0", "letters model: layer 1",
+           "translator encoder: layer 0", "translator encoder: layer 1",
+           "translator decoder: layer 0", "translator decoder: layer 1",
+           "translator cross-attention: layer 0", "translator cross-attention: layer 1")
+MAX_HEADS = 16
 
 
 @dataclass
@@ -81,22 +102,30 @@ class ExplorerResult:
 
     config: dict
     tokens: list = field(default_factory=list)  # L labels (sentence trimmed/padded to seq_len)
-    weights: torch.Tensor = None  # (H, L, L), cpu float32; None when ``message`` is set
-    output: torch.Tensor = None  # (L, D): the layer's output for the sentence
-    params: dict = None  # parameters per projection and "total"
-    flops: dict = None  # FLOPs per step and "total"
+    weights: torch.Tensor = None  # (H, Lq, Lk), cpu float32; None when ``message`` is set
+    output: torch.Tensor = None  # (L, D): the layer's output for the sentence (random layer)
+    params: dict = None  # parameters per projection and "total" (random layer)
+    flops: dict = None  # FLOPs per step and "total" (random layer)
     message: str = None  # why this combination is impossible (then weights is None)
+    key_tokens: list = None  # Lk labels when they differ from ``tokens`` (cross-attention)
+    head_labels: list = None  # one title per head
+    table: dict = None  # a trained source's pattern scores (``mha.sources.head_table``)
 
     @property
     def ok(self):
         return self.message is None
 
     def counts_html(self):
-        """The counts panel: an HTML table of parameters and FLOPs (or the message)."""
+        """The counts panel: an HTML table of parameters and FLOPs; empty when there is a
+        ``message`` (the view shows it, once); a note for a trained source."""
         if not self.ok:
-            return (f'<div style="color:#a40000;max-width:34em"><b>Cannot compute this '
-                    f'one.</b><br>{html.escape(self.message)}</div>')
+            return ""
         c = self.config
+        if c.get("source", "random layer") != "random layer":
+            return (f"<div style='font-size:0.85em;max-width:40em'>A trained layer of chapter 08: "
+                    f"{c['num_heads']} heads, d_head = {c['d_model'] // c['num_heads']}, its own "
+                    f"inputs and mask. <b>seed</b> picks the input sample and <b>temperature</b> "
+                    f"divides its scores (1 = as trained); the other knobs are the model's.</div>")
         d_head = c["d_model"] // c["num_heads"]
         rows = [("d_head = d_model / num_heads", d_head),
                 ("query heads per key/value head", c["num_heads"] // c["num_kv_heads"])]
@@ -114,43 +143,6 @@ class ExplorerResult:
         split = 2 + len(self.params)  # shapes and parameters | FLOPs and the KV cache
         return (f"<div style='display:flex;gap:2em;flex-wrap:wrap'>{table(rows[:split])}"
                 f"{table(rows[split:])}</div>")
-
-
-# ----------------------------------------------------------------------------- counts
-
-def count_parameters(d_model, num_heads, num_kv_heads=None, *, bias=False):
-    """Parameters of ``mha.MultiHeadAttention(d_model, num_heads, num_kv_heads=...)``.
-
-    W_q, W_o: D x D. W_k, W_v: D x (Hkv * Dh), which is D x D without GQA (Hkv = H).
-    With ``bias=True`` each projection adds its number of outputs.
-    """
-    num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-    d_kv = num_kv_heads * (d_model // num_heads)  # Hkv * Dh
-    b = 1 if bias else 0
-    params = {"W_q": d_model * d_model + b * d_model, "W_k": d_model * d_kv + b * d_kv,
-              "W_v": d_model * d_kv + b * d_kv, "W_o": d_model * d_model + b * d_model}
-    params["total"] = sum(params.values())
-    return params
-
-
-def count_flops(seq_len, d_model, num_heads, num_kv_heads=None):
-    """FLOPs of one self-attention forward pass over ``seq_len`` tokens (batch of 1).
-
-    A multiply-add counts as 2 FLOPs (an (m x k) @ (k x n) product costs 2*m*k*n).
-    Projections: Q and output 2*L*D*D each; K and V 2*L*D*(Hkv*Dh) each.
-    Scores Q K^T: H heads of (L x Dh) @ (Dh x L) = 2*H*L*L*Dh = 2*L*L*D, whatever H is.
-    Weights x V: the same, 2*L*L*D. The softmax and scaling (a few FLOPs per score, H*L*L,
-    no factor D) are left out.
-    """
-    num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-    L, D, H = seq_len, d_model, num_heads
-    d_head = D // H
-    d_kv = num_kv_heads * d_head
-    flops = {"Q projection": 2 * L * D * D, "K projection": 2 * L * D * d_kv,
-             "V projection": 2 * L * D * d_kv, "scores QK^T": 2 * H * L * L * d_head,
-             "weights x V": 2 * H * L * L * d_head, "output projection": 2 * L * D * D}
-    flops["total"] = sum(flops.values())
-    return flops
 
 
 # ----------------------------------------------------------------------------- input
@@ -210,7 +202,7 @@ def validate(d_model, num_heads, num_kv_heads, seq_len, temperature, mask_kind, 
     if not isinstance(sentence, str) or not tokenize(sentence):
         return f"sentence must be one of the examples or a non-empty text; got {sentence!r}."
     if d_model % num_heads:
-        ok = [h for h in _divisors(d_model) if h <= 64]
+        ok = [h for h in _divisors(d_model) if h <= MAX_HEADS]
         return (f"d_model ({d_model}) must be divisible by num_heads ({num_heads}): every head "
                 f"gets d_model / num_heads features. With d_model = {d_model}, num_heads can be "
                 f"{', '.join(map(str, ok))}.")
@@ -283,7 +275,8 @@ class _one_thread:
 
 
 def explore_once(d_model=64, num_heads=8, num_kv_heads=None, seq_len=12, temperature=1.0,
-                 mask_kind="none", seed=0, sentence="bank by the river", attention_fn=None):
+                 mask_kind="none", seed=0, sentence="bank by the river", attention_fn=None,
+                 source="random layer"):
     """Recompute the explorer for one setting of the knobs; never raises for bad knobs.
 
     Returns an ``ExplorerResult`` with ``weights`` (H, L, L), ``tokens`` (L labels), ``output``
@@ -291,19 +284,53 @@ def explore_once(d_model=64, num_heads=8, num_kv_heads=None, seq_len=12, tempera
     ``message`` set (and ``weights`` None) when the combination is impossible or ``attention_fn``
     fails. ``attention_fn``: see the module docstring; None uses
     ``mha.scaled_dot_product_attention``.
+
+    ``source``: ``"random layer"``, or one of ``SOURCES``' trained layers: then the weights
+    (H, Lq, Lk) are that layer's on sample ``seed`` of its task, with its scores divided by
+    ``temperature``; d_model, num_heads, num_kv_heads, seq_len, mask_kind and sentence are the
+    model's own and the given ones are ignored (``config`` records the model's).
     """
     num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-    config = {"d_model": d_model, "num_heads": num_heads, "num_kv_heads": num_kv_heads,
-              "seq_len": seq_len, "temperature": temperature, "mask_kind": mask_kind,
-              "seed": seed, "sentence": sentence}
-    message = validate(**config)
+    config = {"source": source, "d_model": d_model, "num_heads": num_heads,
+              "num_kv_heads": num_kv_heads, "seq_len": seq_len, "temperature": temperature,
+              "mask_kind": mask_kind, "seed": seed, "sentence": sentence}
+    if source not in SOURCES:
+        return ExplorerResult(config, message=(
+            f"source must be one of {', '.join(SOURCES)}; got {source!r}."))
+    if source != "random layer":
+        return _explore_trained(config)
+    message = validate(**{k: v for k, v in config.items() if k != "source"})
     if message:
         return ExplorerResult(config, message=message)
     with _one_thread():
         return _explore(config, attention_fn)
 
 
+def _explore_trained(config):
+    """A trained layer on its own input sample ``seed`` (see ``mha.sources``)."""
+    from .sources import head_table, trained_view, trained_weights
+
+    seed, temperature = config["seed"], config["temperature"]
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        return ExplorerResult(config, message=f"seed must be a whole number >= 0; got {seed!r}.")
+    if not isinstance(temperature, (int, float)) or not temperature > 0 or math.isinf(temperature):
+        return ExplorerResult(config, message=(
+            f"temperature must be a positive number; got {temperature!r}."))
+    source = config["source"]
+    view = trained_view(source, seed)
+    with _one_thread():
+        weights = trained_weights(source, seed, float(temperature))  # (H, Lq, Lk)
+    table = head_table(source)
+    config = {**config, "d_model": view.num_heads * view.d_head, "num_heads": view.num_heads,
+              "num_kv_heads": view.num_heads, "seq_len": len(view.tokens_q),
+              "mask_kind": "causal" if view.causal else "none", "sentence": None}
+    return ExplorerResult(config, view.tokens_q, weights=weights.float(),
+                          key_tokens=view.tokens_k, table=table,
+                          head_labels=[f"head {h}: {n}" for h, n in enumerate(table["names"])])
+
+
 def _explore(config, attention_fn):
+    """The random layer (knobs already validated)."""
     d_model, num_heads, num_kv_heads, seq_len = (
         config[k] for k in ("d_model", "num_heads", "num_kv_heads", "seq_len"))
     tokens, valid_len = _fit(tokenize(config["sentence"]), seq_len)
@@ -333,87 +360,72 @@ def _explore(config, attention_fn):
 
 def _title(config):
     c = config
+    if c.get("source", "random layer") != "random layer":
+        return (f"{c['source']} (trained), input sample {c['seed']}, "
+                f"T = {c['temperature']:.3g}")
     kv = "" if c["num_kv_heads"] == c["num_heads"] else f", {c['num_kv_heads']} key/value heads"
     return (f"{c['num_heads']} heads{kv}, d_model = {c['d_model']}, T = {c['temperature']:.3g}, "
             f"mask: {c['mask_kind']}, seed {c['seed']}")
 
 
+def _head_labels(result):
+    if result.head_labels is not None:
+        return list(result.head_labels)
+    H, Hkv = result.config["num_heads"], result.config["num_kv_heads"]
+    group = H // Hkv
+    return [f"head {h}" + (f" (kv {h // group})" if Hkv < H else "") for h in range(H)]
+
+
 def render(result):
-    """The figure of one ``ExplorerResult``: one heatmap per head (``mha.viz.plot_heads``), on
-    one colour scale from 0 to 1, tokens on both axes."""
+    """A matplotlib figure of one ``ExplorerResult`` (for print, not for the widget): one
+    heatmap per head (``mha.viz.plot_heads``), one colour scale from 0 to 1, tokens on the axes."""
     from .viz import plot_heads
 
-    return plot_heads(result.weights, result.tokens, result.tokens, title=_title(result.config),
-                      vmax=1.0)
+    keys = result.tokens if result.key_tokens is None else result.key_tokens
+    return plot_heads(result.weights, result.tokens, keys, title=_title(result.config),
+                      head_labels=_head_labels(result), vmax=1.0)
 
 
-class _Frame:
-    """A drawn explorer figure whose heatmaps and title are refilled in place.
+def payload(result):
+    """What the front end draws for one ``ExplorerResult`` (JSON-able): weights (H, Lq, Lk)
+    rounded to 1e-6, token labels, head titles, the caption and a trained source's table."""
+    keys = result.tokens if result.key_tokens is None else result.key_tokens
+    weights = (result.weights.double() * 1e6).round().div(1e6).tolist()
+    return {"kind": "heads", "weights": weights, "tokens_q": list(result.tokens),
+            "tokens_k": list(keys), "titles": _head_labels(result),
+            "caption": _title(result.config), "table": result.table}
 
-    Drawing text (a hundred tick labels) is most of the cost of a figure, and it does not change
-    when only the weights do (temperature, seed, mask, d_model). So the figure is drawn once
-    without the heatmaps and kept as a background; a redraw pastes the background, draws the
-    heatmaps and the title on it (matplotlib's "blitting") and encodes a PNG.
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _display(widget, static_html, text):
+    """Show ``widget`` in a live front end and ``static_html`` where no kernel runs.
+
+    One output with both: Jupyter, JupyterLab, Colab and VS Code render the widget view first;
+    the book (``nb_mime_priority_overrides`` in _config.yml) renders the HTML, which works
+    without a kernel. Published by hand: ipywidgets 7 widgets have no ``_repr_mimebundle_``.
     """
+    from IPython.display import display
 
-    def __init__(self, result, dpi=72):
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
+    view = {"version_major": 2, "version_minor": 0, "model_id": widget.model_id}
+    display({"text/plain": text, "text/html": static_html, WIDGET_VIEW: view}, raw=True)
 
-        self.fig = render(result)
-        self.fig.set_dpi(dpi)
-        self.canvas = FigureCanvasAgg(self.fig)
-        self.shape, self.tokens = tuple(result.weights.shape), list(result.tokens)  # (H, L, L)
-        self.axes = self.fig.axes[: self.shape[0]]  # one per head
-        self.meshes = [ax.collections[0] for ax in self.axes]
-        self.title = self.fig.suptitle(_title(result.config))
-        self.canvas.draw()  # the layout engine places everything once ...
-        self.fig.set_layout_engine("none")  # ... and the places are kept from now on
-        self._draw_background()
 
-    def _draw_background(self):
-        for artist in (*self.meshes, self.title):
-            artist.set_visible(False)
-        self.canvas.draw()
-        self.background = self.canvas.copy_from_bbox(self.fig.bbox)
-        for artist in (*self.meshes, self.title):
-            artist.set_visible(True)
-
-    def fits(self, result):
-        """Same heads and length: the frame can show ``result`` (relabelled if need be)."""
-        return tuple(result.weights.shape) == self.shape
-
-    def relabel(self, tokens):
-        """New tick labels (same number of tokens): one redraw of the background."""
-        if list(tokens) != self.tokens:
-            for ax in self.axes:
-                ax.set_xticklabels(tokens)
-                ax.set_yticklabels(tokens)
-            self.tokens = list(tokens)
-            self._draw_background()
-
-    def png(self, result):
-        """PNG bytes of the frame filled with ``result``'s tokens, weights and title."""
-        import numpy as np
-        from PIL import Image
-
-        self.relabel(result.tokens)
-        self.canvas.restore_region(self.background)
-        for mesh, weights in zip(self.meshes, result.weights.numpy()):
-            mesh.set_array(weights)  # (L, L)
-            self.fig.draw_artist(mesh)
-        self.title.set_text(_title(result.config))
-        self.fig.draw_artist(self.title)
-        buf = io.BytesIO()
-        Image.fromarray(np.asarray(self.canvas.buffer_rgba())).save(buf, "PNG", compress_level=1)
-        return buf.getvalue()
+def _output(view, html_text, text):
+    """Replace the outputs of the ``Output`` widget ``view`` with one HTML output."""
+    view.outputs = ({"output_type": "display_data", "metadata": {},
+                     "data": {"text/html": html_text, "text/plain": text}},)
 
 
 class Explorer:
-    """The UI: ``controls`` (name -> widget), ``view`` (the heatmaps), ``counts`` (HTML table).
+    """The UI: ``controls`` (name -> widget), ``view`` (the heatmaps, an ``Output``), ``counts``
+    (HTML table), ``note`` (what the coupled knobs do).
 
-    Every change of a control calls ``update()``, which recomputes with ``explore_once`` and
-    redraws; ``result`` is the latest ``ExplorerResult`` and ``redraws`` counts the updates.
-    Displaying the object displays its widget (``.widget``).
+    Every change of a control keeps the coupled knobs valid, calls ``update()``, which recomputes
+    with ``explore_once`` and sends the weights to the front end; ``result`` is the latest
+    ``ExplorerResult`` and ``redraws`` counts the updates. Displaying the object shows its widget
+    (``.widget``) in Jupyter and a self-contained HTML explorer in the built book.
     """
 
     def __init__(self, attention_fn=None, **initial):
@@ -424,15 +436,24 @@ class Explorer:
             raise TypeError(f"explorer() got unknown knobs {sorted(unknown)}; "
                             f"expected some of {sorted(DEFAULTS)}")
         v = {**DEFAULTS, **initial}
+        if v["num_kv_heads"] == DEFAULTS["num_kv_heads"] and "num_kv_heads" not in initial:
+            v["num_kv_heads"] = v["num_heads"]
+        d_model = v["d_model"]
+        heads = self._head_options(d_model)
+        v["num_heads"] = _nearest(heads, v["num_heads"])
+        v["num_kv_heads"] = _nearest(_divisors(v["num_heads"]), v["num_kv_heads"])
         cont = {"continuous_update": False, "style": {"description_width": "7.5em"},
                 "layout": w.Layout(width="20em")}  # wide enough for the label, bar and readout
         self.controls = {
-            "d_model": w.IntSlider(v["d_model"], min=4, max=256, step=2, description="d_model",
+            "source": w.Dropdown(options=SOURCES, value=v["source"], description="source",
+                                 style=cont["style"], layout=cont["layout"]),
+            "d_model": w.IntSlider(d_model, min=4, max=256, step=2, description="d_model",
                                    **cont),
-            "num_heads": w.IntSlider(v["num_heads"], min=1, max=16, description="num_heads",
-                                     **cont),
-            "num_kv_heads": w.IntSlider(v["num_kv_heads"], min=1, max=16,
-                                        description="num_kv_heads", **cont),
+            "num_heads": w.SelectionSlider(options=heads, value=v["num_heads"],
+                                           description="num_heads", **cont),
+            "num_kv_heads": w.SelectionSlider(options=_divisors(v["num_heads"]),
+                                              value=v["num_kv_heads"],
+                                              description="num_kv_heads", **cont),
             "seq_len": w.IntSlider(v["seq_len"], min=2, max=24, description="seq_len", **cont),
             "temperature": w.FloatLogSlider(v["temperature"], base=10, min=-1.3, max=1.3,
                                             step=0.05, description="temperature", **cont),
@@ -447,17 +468,63 @@ class Explorer:
         self.attention_fn = attention_fn
         self.view = w.Output()
         self.counts = w.HTML()
-        self.result, self.redraws, self._frame = None, 0, None
+        self.note = w.HTML(
+            "<div style='font-size:0.85em;color:#444;max-width:44em'>The knobs keep each other "
+            "valid: <b>num_heads</b> offers only the divisors of d_model (up to 16) and "
+            "<b>num_kv_heads</b> only the divisors of num_heads. With a trained <b>source</b> "
+            "only temperature and seed (the input sample) apply.</div>")
+        self.result, self.redraws, self._syncing = None, 0, False
         for control in self.controls.values():
-            control.observe(self.update, names="value")
+            control.observe(self._changed, names="value")
         names = list(self.controls)
-        top = w.HBox([w.VBox([self.controls[n] for n in names[:4]]),
-                      w.VBox([self.controls[n] for n in names[4:]])])
-        self.widget = w.VBox([top, self.counts, self.view])  # controls, counts, heatmaps
+        top = w.HBox([w.VBox([self.controls[n] for n in names[:5]]),
+                      w.VBox([self.controls[n] for n in names[5:]])])
+        self.widget = w.VBox([top, self.note, self.counts, self.view])
+        self._enable()
         self.update()
+
+    @staticmethod
+    def _head_options(d_model):
+        return [h for h in _divisors(d_model) if h <= MAX_HEADS]
 
     def config(self):
         return {name: control.value for name, control in self.controls.items()}
+
+    def _enable(self):
+        trained = self.controls["source"].value != "random layer"
+        for name in ("d_model", "num_heads", "num_kv_heads", "seq_len", "mask_kind", "sentence"):
+            self.controls[name].disabled = trained
+
+    def _sync(self, name, old):
+        """Keep the coupled knobs valid after ``name`` changed from ``old`` (no redraw while
+        doing it). Without grouping (num_kv_heads = num_heads) the two move together."""
+        c = self.controls
+        self._syncing = True
+        try:
+            old_heads = old if name == "num_heads" else c["num_heads"].value
+            if name == "d_model":
+                heads = self._head_options(c["d_model"].value)
+                value = _nearest(heads, c["num_heads"].value)
+                c["num_heads"].options = heads
+                c["num_heads"].value = value
+            if name in ("d_model", "num_heads"):
+                kv = _divisors(c["num_heads"].value)
+                ungrouped = c["num_kv_heads"].value == old_heads
+                value = (c["num_heads"].value if ungrouped
+                         else _nearest(kv, c["num_kv_heads"].value))
+                c["num_kv_heads"].options = kv
+                c["num_kv_heads"].value = value
+            if name == "source":
+                self._enable()
+        finally:
+            self._syncing = False
+
+    def _changed(self, change):
+        if self._syncing:
+            return
+        owner = next(n for n, c in self.controls.items() if c is change["owner"])
+        self._sync(owner, change["old"])
+        self.update()
 
     def update(self, change=None):
         """Recompute and redraw (the observer of every control)."""
@@ -465,19 +532,36 @@ class Explorer:
         self.redraws += 1
         self.counts.value = self.result.counts_html()
         if not self.result.ok:
-            data = {"text/html": self.result.counts_html(), "text/plain": self.result.message}
+            _output(self.view, _webview().live_html(None, self.result.message), self.result.message)
         else:
-            if self._frame is None or not self._frame.fits(self.result):
-                self._frame = _Frame(self.result)  # a new grid: other heads or length
-            png = base64.b64encode(self._frame.png(self.result)).decode("ascii")
-            data = {"image/png": png, "text/plain": "<attention heatmaps, one per head>"}
-        self.view.outputs = ({"output_type": "display_data", "metadata": {}, "data": data},)
+            _output(self.view, _webview().live_html(payload(self.result)),
+                    "<attention heatmaps, one per head>")
+
+    def static_html(self):
+        """The explorer for a page with no kernel (the built book): see ``mha.webview``."""
+        web = _webview()
+        if self.attention_fn is not None:
+            if not self.result.ok:
+                return web.live_html(None, self.result.message)
+            return web.frozen_html(
+                {k: v for k, v in self.config().items() if k != "source"}, payload(self.result),
+                "this explorer runs an attention function written in Python, which the page "
+                "cannot run.")
+        return web.explorer_html({**DEFAULTS, **self.config()})
 
     def _ipython_display_(self):
-        # display the widget object itself: ipywidgets 7 widgets have no _repr_mimebundle_
-        from IPython.display import display
+        _display(self.widget, self.static_html(), "<the attention explorer>")
 
-        display(self.widget)
+
+def _nearest(options, value):
+    """``value`` if it is one of ``options``, else the closest of them (the smaller on a tie)."""
+    return value if value in options else min(options, key=lambda o: (abs(o - value), o))
+
+
+def _webview():
+    from . import webview
+
+    return webview
 
 
 def explorer(attention_fn=None, **initial):
@@ -489,23 +573,75 @@ def explorer(attention_fn=None, **initial):
     return Explorer(attention_fn=attention_fn, **initial)
 
 
-def measure_latency(repeats=20, *, change="seed"):
-    """Median seconds of one redraw of the explorer (recompute + heatmaps + PNG, matplotlib Agg)
-    over ``repeats`` changes of one control, starting from 8 heads over 12 tokens.
+class TemperatureBars:
+    """Chapter 01's slider: the weights softmax(scores / T) of one query as bars, for a
+    temperature T on a log slider. ``scores`` (n,) and ``tokens`` (n labels) are fixed;
+    ``weights()`` is what is drawn. Live in Jupyter (Python computes the weights) and in the
+    built book (the page applies the softmax to the exported scores)."""
 
-    ``change="seed"`` (or any knob that keeps the grid: temperature, mask, d_model): the
-    heatmaps are refilled in place. ``"sentence"`` alternates two 12-token sentences: new tick
-    labels, so the frame's text is drawn again. ``"num_heads"`` alternates 8 and 4 heads: every
-    redraw builds a new figure with ``mha.viz.plot_heads``.
+    def __init__(self, scores, tokens, *, highlight=None, value=1.0, min=-2.0, max=2.0,
+                 caption="Weights of the query at temperature T = {T}"):
+        import ipywidgets as w
+
+        self.scores = torch.as_tensor(scores, dtype=torch.float32).detach().cpu().flatten()
+        self.tokens = [str(t) for t in tokens]
+        if len(self.tokens) != len(self.scores):
+            raise ValueError(f"tokens has {len(self.tokens)} labels but scores has "
+                             f"{len(self.scores)} entries; expected one label per score")
+        self.highlight, self.caption = highlight, caption
+        self.slider = w.FloatLogSlider(value, base=10, min=min, max=max, step=0.05,
+                                       description="T", continuous_update=False)
+        self.view = w.Output()
+        self.widget = w.VBox([self.slider, self.view])
+        self.redraws = 0
+        self.slider.observe(self.update, names="value")
+        self.update()
+
+    def weights(self):
+        return torch.softmax(self.scores / self.slider.value, dim=-1)  # (n,)
+
+    def update(self, change=None):
+        T = self.slider.value
+        data = {"kind": "bars", "weights": [round(float(x), 6) for x in self.weights()],
+                "tokens": self.tokens, "highlight": self.highlight,
+                "caption": self.caption.replace("{T}", f"{T:.2f}")}
+        _output(self.view, _webview().live_html(data), f"<weights at T = {T:.2f}>")
+        self.redraws += 1
+
+    def _ipython_display_(self):
+        html_text = _webview().bars_html(self.scores.tolist(), self.tokens,
+                                         temperature=self.slider.value,
+                                         highlight=self.highlight, caption=self.caption)
+        _display(self.widget, html_text, "<temperature slider>")
+
+
+def temperature_bars(scores, tokens, *, highlight=None, value=1.0,
+                     caption="Weights of the query at temperature T = {T}"):
+    """A temperature slider over the weights softmax(scores / T) of one query, drawn as bars
+    (``TemperatureBars``); ``caption`` may hold ``{T}``."""
+    return TemperatureBars(scores, tokens, highlight=highlight, value=value, caption=caption)
+
+
+def measure_latency(repeats=20, *, change="seed"):
+    """Median seconds of one redraw of the explorer in Jupyter, Python side (recompute with the
+    package and build what the front end draws), over ``repeats`` changes of one control,
+    starting from 8 heads over 12 tokens (d_model 64).
+
+    ``change``: any control: ``"num_heads"`` alternates 8 and 4 heads, ``"seq_len"`` 12 and 8
+    tokens, ``"sentence"`` two sentences, ``"source"`` the random layer and a trained layer,
+    ``"d_model"`` 64 and 32, and the others step through their values.
     """
     import statistics
     import time
 
-    values = {"seed": list(range(1, 20)) + [0], "sentence": ["animal and street", "counting"],
-              "num_heads": [4, 8]}
+    values = {"seed": list(range(1, 20)) + [0], "temperature": [0.5, 2.0],
+              "mask_kind": ["causal", "padding", "none"], "d_model": [32, 64],
+              "num_heads": [4, 8], "num_kv_heads": [2, 8], "seq_len": [8, 12],
+              "sentence": ["animal and street", "counting"],
+              "source": ["letters model: layer 1", "random layer"]}
     if change not in values:
         raise ValueError(f"change must be one of {sorted(values)}; got {change!r}")
-    ex = Explorer(sentence="counting", num_kv_heads=4)
+    ex = Explorer(sentence="counting")
     times = []
     for i in range(repeats):
         value = values[change][i % len(values[change])]

@@ -158,8 +158,8 @@ def test_d_model_not_divisible_gives_a_message_not_an_exception():
     r = widgets.explore_once(d_model=30, num_heads=4)
     assert not r.ok and r.weights is None
     assert "d_model (30)" in r.message and "num_heads (4)" in r.message
-    assert "1, 2, 3, 5, 6, 10, 15, 30" in r.message  # what would work
-    assert "Cannot compute" in r.counts_html()
+    assert r.message.endswith("num_heads can be 1, 2, 3, 5, 6, 10, 15.")  # what the UI offers
+    assert r.counts_html() == ""  # the message shows once: in place of the picture
 
 
 def test_num_heads_not_multiple_of_num_kv_heads_gives_a_message():
@@ -221,32 +221,70 @@ def test_broken_attention_fn_gives_a_message():
 
 # ----------------------------------------------------------------------------- the widget
 
+def _drawn(ex):
+    """The payload the front end draws, read back from the view's one HTML output."""
+    import json
+    import re
+
+    (out,) = ex.view.outputs
+    html_text = out["data"]["text/html"]
+    found = re.search(r'<script type="application/json" class="mha-data">(.*?)</script>',
+                      html_text, re.S)
+    return json.loads(found.group(1).replace("<\\/", "</")) if found else html_text
+
+
 def test_widget_builds_headless_and_recomputes_on_change():
     ipywidgets = pytest.importorskip("ipywidgets", reason="the explorer's UI needs ipywidgets")
     ex = mha.widgets.explorer()
     assert isinstance(ex.widget, ipywidgets.VBox)
     assert ex.redraws == 1 and ex.result.ok and ex.result.weights.shape == (8, 12, 12)
-    (png,) = ex.view.outputs
-    assert png["data"]["image/png"]  # the heatmaps, as the static view will show them
+    drawn = _drawn(ex)  # what the canvas front end draws: the weights Python computed
+    assert len(drawn["weights"]) == 8 and drawn["tokens_q"][:2] == ["The", "bank"]
+    torch.testing.assert_close(torch.tensor(drawn["weights"]), ex.result.weights,
+                               atol=1e-6, rtol=0)
     assert "16,384" in ex.counts.value
 
-    ex.controls["num_heads"].value = 4  # 4 heads cannot share 8 key/value heads: a message
-    assert ex.redraws == 2 and not ex.result.ok and "num_kv_heads (8)" in ex.counts.value
+    # coupled knobs: num_heads offers only divisors of d_model, num_kv_heads of num_heads
+    assert list(ex.controls["num_heads"].options) == [1, 2, 4, 8, 16]
+    ex.controls["num_heads"].value = 4  # kv heads follow (8 -> 4): never an impossible layer
+    assert ex.redraws == 2 and ex.result.ok and ex.controls["num_kv_heads"].value == 4
+    assert list(ex.controls["num_kv_heads"].options) == [1, 2, 4]
     ex.controls["num_kv_heads"].value = 2
     assert ex.redraws == 3 and ex.result.weights.shape == (4, 12, 12)
     assert ex.result.config["num_heads"] == 4 and ex.result.params["W_k"] == 64 * 32
+    assert len(_drawn(ex)["weights"]) == 4
     ex.controls["seq_len"].value = 6
-    assert ex.result.weights.shape == (4, 6, 6) and ex.view.outputs[0]["data"]["image/png"]
-    before = ex.view.outputs[0]["data"]["image/png"]
-    ex.controls["temperature"].value = 0.1  # same grid: refilled in place, a new picture
-    assert ex.view.outputs[0]["data"]["image/png"] != before
+    assert ex.result.weights.shape == (4, 6, 6) and len(_drawn(ex)["tokens_q"]) == 6
+    before = _drawn(ex)["weights"]
+    ex.controls["temperature"].value = 0.1
+    assert _drawn(ex)["weights"] != before
 
-    ex.controls["d_model"].value = 30  # 30 is not divisible by 4: a message, no traceback
-    assert not ex.result.ok and "d_model (30)" in ex.counts.value
-    (msg,) = ex.view.outputs
-    assert "num_heads (4)" in msg["data"]["text/html"]
+    ex.controls["d_model"].value = 30  # 4 does not divide 30: num_heads moves to a divisor
+    assert ex.result.ok and 30 % ex.controls["num_heads"].value == 0
+    assert list(ex.controls["num_heads"].options) == [1, 2, 3, 5, 6, 10, 15]
+    assert ex.controls["num_heads"].value == 3 and ex.controls["num_kv_heads"].value == 1
     ex.controls["d_model"].value = 32
-    assert ex.result.ok and ex.view.outputs[0]["data"]["image/png"]
+    assert ex.result.ok and ex.controls["num_heads"].value == 2
+
+
+def test_widget_trained_source_and_message_once():
+    pytest.importorskip("ipywidgets", reason="the explorer's UI needs ipywidgets")
+    ex = widgets.explorer()
+    ex.controls["source"].value = "letters model: layer 1"
+    assert ex.result.ok and ex.result.weights.shape == (4, 16, 16)
+    assert all(ex.controls[n].disabled for n in ("d_model", "num_heads", "seq_len", "sentence"))
+    drawn = _drawn(ex)
+    assert drawn["titles"][1] == "head 1: induction head" and drawn["table"]["rows"]
+    ex.controls["source"].value = "random layer"
+    assert not ex.controls["num_heads"].disabled and ex.result.weights.shape == (8, 12, 12)
+
+    # a reader's function that fails: the message shows once, in place of the picture
+    def broken(query, key, value, mask):
+        raise RuntimeError("oops")
+
+    ex = widgets.explorer(attention_fn=broken)
+    assert not ex.result.ok and ex.counts.value == ""
+    assert "RuntimeError: oops" in _drawn(ex) and "mha-data" not in _drawn(ex)
 
 
 def test_widget_with_reader_function_and_initial_knobs():
@@ -270,29 +308,11 @@ def test_render_draws_one_heatmap_per_head():
 
 def test_redraw_latency_is_measured():
     pytest.importorskip("ipywidgets", reason="the explorer's UI needs ipywidgets")
-    seconds = widgets.measure_latency(repeats=3)
-    assert 0 < seconds < 5
+    for change in ("seed", "num_heads", "source"):
+        seconds = widgets.measure_latency(repeats=3, change=change)
+        assert 0 < seconds < 5
     with pytest.raises(ValueError, match="change"):
         widgets.measure_latency(1, change="colour")
-
-
-def test_refilled_frame_equals_a_fresh_one():
-    """The in-place redraw shows exactly what a figure drawn from scratch shows."""
-    import io
-
-    import numpy as np
-    from PIL import Image
-
-    first, second = widgets.explore_once(seed=1), widgets.explore_once(seed=2, temperature=0.5)
-    frame = widgets._Frame(first)
-    frame.png(first)
-    refilled = np.asarray(Image.open(io.BytesIO(frame.png(second))))
-    fresh = np.asarray(Image.open(io.BytesIO(widgets._Frame(second).png(second))))
-    assert refilled.shape == fresh.shape
-    assert np.abs(refilled.astype(int) - fresh.astype(int)).mean() < 0.5
-    other = widgets.explore_once(seed=2, sentence="counting")  # same length, new tokens
-    frame.png(other)
-    assert [t.get_text() for t in frame.axes[3].get_xticklabels()] == other.tokens
 
 
 # ----------------------------------------------------------------------------- the gallery

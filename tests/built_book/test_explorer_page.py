@@ -1,0 +1,185 @@
+"""The explorer's front end (mha/static/explorer.js) in Chromium, with no kernel and no network.
+
+* Without a build: the HTML the package writes for the book, loaded into a blank page; the
+  numbers the canvas drew (its ``data-weights``) equal ``explore_once`` for the same knobs.
+* On the built book: chapter 07's explorer redraws when each of num_heads, seq_len, temperature,
+  mask, seed, sentence and source is changed from the keyboard (the time from key press to new
+  picture is printed: median and worst), the drawn values equal ``explore_once`` for several
+  settings, and chapter 01's temperature slider redraws softmax(scores / T); no console error,
+  no request outside localhost.
+"""
+
+import json
+import statistics
+from urllib.parse import urlparse
+
+import pytest
+import torch
+
+from mha import webview, widgets
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    page.errors, page.outside = [], []
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    yield page
+    context.close()
+
+
+def block_outside(page, origin):
+    def route(r):
+        if urlparse(r.request.url).netloc == origin or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            page.outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+
+
+def drawn(page, root):
+    return json.loads(root.locator("canvas").get_attribute("data-weights"))
+
+
+def state(root):
+    """The knobs the explorer says it drew (None for chapter 01's bars: one knob)."""
+    text = root.get_attribute("data-state")
+    return None if text is None else json.loads(text)
+
+
+def expected(s):
+    """explore_once for the knobs the page says it drew."""
+    knobs = {"source": s["source"], "seed": s["seed"], "temperature": s["temperature"]}
+    if s["source"] == "random layer":
+        knobs.update(num_heads=s["num_heads"], num_kv_heads=s["num_kv_heads"],
+                     seq_len=s["seq_len"], mask_kind=s["mask_kind"], sentence=s["sentence"])
+    result = widgets.explore_once(**knobs)
+    assert result.ok, result.message
+    return result.weights
+
+
+def assert_matches(page, root):
+    s = state(root)
+    w = torch.tensor(drawn(page, root))
+    torch.testing.assert_close(w, expected(s), atol=1e-3, rtol=0)
+    return s
+
+
+def press(page, root, knob, key):
+    """Press ``key`` on control ``knob``; returns (ms from key press to new picture, state)."""
+    before = root.get_attribute("data-draws")
+    page.evaluate("() => { window.__keyAt = null; document.addEventListener('keydown', "
+                  "() => { window.__keyAt = performance.now(); }, {capture: true, once: true}); }")
+    root.locator(f'[data-knob="{knob}"]').focus()
+    page.keyboard.press(key)
+    page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                           arg=[root.element_handle(), before], timeout=5_000)
+    ms = page.evaluate("el => Number(el.dataset.drawnAt) - window.__keyAt",
+                       root.element_handle())
+    return ms, state(root)
+
+
+# ----------------------------------------------------------------------------- without a build
+
+def test_front_end_draws_what_python_computes(page):
+    """The package's static explorer in a blank page: drawn values equal explore_once."""
+    html = webview.explorer_html({**widgets.DEFAULTS, "temperature": 0.5})
+    page.set_content(f"<!doctype html><meta charset='utf-8'><body>{html}</body>")
+    root = page.locator(".mha-static")
+    page.wait_for_function("el => el.dataset.draws >= 1", arg=root.element_handle())
+    assert assert_matches(page, root)["temperature"] == pytest.approx(0.5)
+    page.select_option('[data-knob="num_heads"]', "16")
+    page.select_option('[data-knob="num_kv_heads"]', "4")
+    page.select_option('[data-knob="mask"]', "padding")
+    page.select_option('[data-knob="sentence"]', "cat on the mat")
+    page.evaluate("() => { const s = document.querySelector('[data-knob=seq_len]');"
+                  " s.value = 20; s.dispatchEvent(new Event('input')); }")
+    s = assert_matches(page, root)
+    assert (s["num_heads"], s["num_kv_heads"], s["seq_len"]) == (16, 4, 20)
+    page.select_option('[data-knob="num_heads"]', "2")  # kv 4 is no longer valid: it follows
+    s = assert_matches(page, root)
+    assert s["num_heads"] == 2 and s["num_kv_heads"] in (1, 2)
+    assert page.locator('[data-knob="num_kv_heads"] option').count() == 2
+    page.select_option('[data-knob="source"]', "letters model: layer 0")
+    s = assert_matches(page, root)
+    assert page.locator('[data-knob="num_heads"]').is_disabled()
+    assert "previous-token head" in page.locator(".mha-static canvas").get_attribute("aria-label")
+    assert not page.errors, page.errors
+
+
+def test_live_view_draws_the_payload(page):
+    r = widgets.explore_once(num_heads=4, num_kv_heads=2, seq_len=7)
+    html = webview.live_html(widgets.payload(r))
+    page.set_content(f"<!doctype html><meta charset='utf-8'><body>{html}</body>")
+    canvas = page.locator(".mha-live canvas")
+    page.wait_for_function("el => el.dataset.heads === '4'", arg=canvas.element_handle())
+    torch.testing.assert_close(torch.tensor(json.loads(canvas.get_attribute("data-weights"))),
+                               r.weights, atol=1e-5, rtol=0)
+    assert not page.errors, page.errors
+
+
+# ----------------------------------------------------------------------------- the built book
+
+def test_chapter_07_explorer_is_live_in_the_built_book(page, book_url):
+    block_outside(page, urlparse(book_url).netloc)
+    page.goto(f"{book_url}/chapters/07_attention_explorer.html", wait_until="load")
+    root = page.locator('.mha-static[data-mha="explorer"]').first
+    page.wait_for_function("el => el.dataset.draws >= 1", arg=root.element_handle(),
+                           timeout=20_000)
+    root.scroll_into_view_if_needed()
+    first = assert_matches(page, root)
+    assert first["temperature"] == pytest.approx(0.5) and first["num_heads"] == 8
+    # no widget of the explorer is left as a static picture: the page shows the live HTML
+    assert page.locator('.mha-static[data-mha="explorer"]').count() == 1
+    moves = [("num_heads", "ArrowUp"), ("seq_len", "ArrowLeft"), ("temperature", "ArrowRight"),
+             ("mask", "ArrowDown"), ("seed", "ArrowRight"), ("sentence", "ArrowDown"),
+             ("num_kv_heads", "ArrowUp"), ("source", "ArrowDown")]
+    times, checked = [], 1
+    for knob, key in moves:
+        before = drawn(page, root)
+        ms, s = press(page, root, knob, key)
+        times.append(ms)
+        assert drawn(page, root) != before, f"{knob}: the picture did not change"
+        if knob in ("num_heads", "mask", "sentence", "num_kv_heads", "source"):
+            assert_matches(page, root)
+            checked += 1
+    assert s["source"] != "random layer"
+    assert checked >= 3
+    ms, s = press(page, root, "seed", "ArrowRight")  # a trained layer: another input sample
+    times.append(ms)
+    assert_matches(page, root)
+    print(f"\nchapter 07, key press to new picture over {len(times)} changes: median "
+          f"{statistics.median(times):.1f} ms, worst {max(times):.1f} ms")
+    assert statistics.median(times) < 200
+    assert not page.errors, page.errors
+    assert not page.outside, page.outside
+
+
+def test_chapter_01_slider_is_live_in_the_built_book(page, book_url):
+    block_outside(page, urlparse(book_url).netloc)
+    page.goto(f"{book_url}/chapters/01_soft_lookup.html", wait_until="load")
+    root = page.locator('.mha-static[data-mha="bars"]')
+    page.wait_for_function("el => el.dataset.draws >= 1", arg=root.element_handle(),
+                           timeout=20_000)
+    data = json.loads(root.locator("script.mha-data").text_content())
+    scores = torch.tensor(data["scores"], dtype=torch.float64)
+    assert data["tokens"][3] == "Michael" and scores[3] == pytest.approx(2.0)
+    times = []
+    for key in ("ArrowRight", "ArrowRight", "ArrowLeft", "Home"):
+        before = drawn(page, root)
+        ms, _ = press(page, root, "temperature", key)
+        times.append(ms)
+        assert drawn(page, root) != before
+        T = 10 ** float(root.locator('[data-knob="temperature"]').input_value())
+        torch.testing.assert_close(torch.tensor(drawn(page, root), dtype=torch.float64),
+                                   torch.softmax(scores / T, -1), atol=1e-3, rtol=0)
+    assert T == pytest.approx(10 ** -2, rel=0.2)  # Home: the coldest, nearly one-hot
+    print(f"\nchapter 01, key press to new picture: median {statistics.median(times):.1f} ms")
+    assert not page.errors, page.errors
+    assert not page.outside, page.outside

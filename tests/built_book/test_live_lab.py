@@ -1,0 +1,158 @@
+"""The explorer in a live kernel: JupyterLab from the project's venv, driven by Chromium.
+
+Starts ``jupyter lab`` on 127.0.0.1 (a free port, a token, its own config, runtime, settings and
+workspace folders under a temporary directory, a copy of chapter 07 so nothing in the repository
+is written), opens the chapter, runs every cell, moves the first explorer's num_heads slider
+from the keyboard and waits for the canvas to show the new number of heads, drawn by the front
+end from what the kernel sent. Every wait is bounded; the server is stopped (its whole process
+group) at the end, also when the test fails. Only localhost is contacted.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTER = ROOT / "chapters" / "07_attention_explorer.ipynb"
+TOKEN = "mha-live-lab-test"
+
+pytestmark = pytest.mark.browser
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def lab(tmp_path):
+    jupyter = Path(sys.executable).with_name("jupyter")
+    if not jupyter.exists() or shutil.which("jupyter-lab", path=str(jupyter.parent)) is None:
+        pytest.skip("JupyterLab is not installed in this environment (pip install -r requirements.txt)")
+    work = tmp_path / "notebooks"
+    work.mkdir()
+    shutil.copy(CHAPTER, work / CHAPTER.name)
+    port = free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"), "MPLBACKEND": "Agg"}
+    log = open(tmp_path / "lab.log", "w")
+    server = subprocess.Popen(
+        [str(jupyter), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--port={port}",
+         "--port-retries=0", f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={work}",
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+         "--LabApp.news_url=", "--LabApp.extension_manager=readonly",
+         "--ServerApp.terminals_enabled=False", "--allow-root"],
+        cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    log.flush()
+                    pytest.fail(f"JupyterLab did not start: {(tmp_path / 'lab.log').read_text()[-2000:]}")
+                time.sleep(0.5)
+        yield url
+    finally:
+        stop(server)
+        log.close()
+
+
+def stop(server):
+    """SIGTERM the server's process group (the kernels too), then SIGKILL if need be."""
+    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(server.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            server.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def test_num_heads_slider_redraws_in_jupyterlab(browser, lab):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    outside = []
+
+    def route(r):
+        if urlparse(r.request.url).hostname in ("127.0.0.1", "localhost") \
+                or r.request.url.startswith(("data:", "blob:")):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    try:
+        page.goto(f"{lab}/lab/tree/{CHAPTER.name}?token={TOKEN}", wait_until="load",
+                  timeout=90_000)
+        page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
+        choose = page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True)
+        try:  # a fresh Lab may ask which kernel to start: the venv's python3
+            choose.wait_for(timeout=15_000)
+            choose.click()
+        except PlaywrightTimeout:
+            pass
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                               timeout=90_000)
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+
+        cell = page.locator(".jp-CodeCell", has_text="widgets.explorer(temperature=0.5)").first
+        canvas = cell.locator(".mha-live canvas")
+        try:
+            canvas.wait_for(timeout=240_000)
+        except Exception:
+            page.screenshot(path=str(Path(os.environ.get("MHA_LAB_SHOT", "/tmp")) / "lab.png"))
+            print(cell.inner_html()[:3000] if cell.count() else "no cell")
+            raise
+        assert canvas.get_attribute("data-heads") == "8"
+        # let Run All finish: a busy kernel would queue the slider's message behind the cells
+        page.locator(".jp-InputArea-prompt", has_text="[*]").first.wait_for(
+            state="detached", timeout=240_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                               timeout=60_000)
+        slider = cell.locator(".widget-slider, .widget-hslider").filter(has_text="num_heads")
+        handle = slider.locator(".noUi-handle, .ui-slider-handle").first
+        handle.scroll_into_view_if_needed()
+        handle.focus()
+        times = []
+        # the slider offers the divisors of d_model = 64: 8 -> 4 -> 2 -> 4 -> 8 heads
+        for key, heads in (("ArrowLeft", 4), ("ArrowLeft", 2), ("ArrowRight", 4),
+                           ("ArrowRight", 8)):
+            start = time.perf_counter()
+            page.keyboard.press(key)
+            page.wait_for_function(
+                "([c, h]) => { const el = c.querySelector('.mha-live canvas');"
+                " return el && el.dataset.heads === h; }",
+                arg=[cell.element_handle(), str(heads)], timeout=30_000)
+            times.append(time.perf_counter() - start)
+            weights = cell.locator(".mha-live canvas").get_attribute("data-weights")
+            assert weights.count("],[[") == heads - 1  # that many heads of (L, L) weights
+        print(f"\nJupyterLab: num_heads 8 -> 4 -> 2 -> 4 -> 8, key press to new picture: "
+              f"median {statistics.median(times) * 1000:.0f} ms, worst {max(times) * 1000:.0f} ms "
+              f"(kernel round trip, drawing and the test's polling included)")
+        assert not outside, f"requests outside localhost: {outside}"
+    finally:
+        context.close()

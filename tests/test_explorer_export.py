@@ -1,0 +1,225 @@
+"""The explorer's export for the built book (mha.webview) and its trained source (mha.sources).
+
+Round trip: the data the page receives, put through the page's arithmetic (reimplemented here in
+numpy, line for line as in mha/static/explorer.js: split into heads, mask, scores / (sqrt(Dh) T),
+softmax), equals ``explore_once`` for the same knobs. The same page code runs in Chromium in
+tests/built_book/test_explorer_page.py.
+"""
+
+import base64
+import json
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import mha
+from mha import sources, webview, widgets
+
+
+def decode(b64):
+    return np.frombuffer(base64.b64decode(b64), dtype="<f4")
+
+
+def page_attention(q, k, H, Hkv, Dh, Lq, Lk, q_stride, k_stride, T, allowed):
+    """explorer.js ``attention``: weights (H, Lq, Lk) in float64."""
+    q = q.astype(np.float64).reshape(-1, q_stride)[:Lq]
+    k = k.astype(np.float64).reshape(-1, k_stride)[:Lk]
+    out = np.zeros((H, Lq, Lk))
+    group = H // Hkv
+    for h in range(H):
+        g = h // group
+        s = q[:, h * Dh:(h + 1) * Dh] @ k[:, g * Dh:(g + 1) * Dh].T / (np.sqrt(Dh) * T)
+        s = np.where(allowed, s, -np.inf)
+        e = np.where(allowed, np.exp(s - s.max(-1, keepdims=True)), 0.0)
+        out[h] = e / e.sum(-1, keepdims=True)
+    return out
+
+
+def page_random(data, num_heads, num_kv_heads, seq_len, temperature, mask_kind, seed, sentence):
+    """explorer.js ``updateHeads`` for the random layer."""
+    D = data["d_model"]
+    Dh, L = D // num_heads, seq_len
+    src = data["sources"]["random layer"]
+    q = decode(src["q"][f"{seed}|{sentence}"])
+    k = decode(src["k"][f"{seed}|{sentence}|{num_kv_heads * Dh}"])
+    i, j = np.arange(L)[:, None], np.arange(L)[None, :]
+    valid = min(data["lengths"][sentence], L)
+    allowed = {"none": np.ones((L, L), bool), "causal": j <= i,
+               "padding": np.broadcast_to(j < valid, (L, L))}[mask_kind]
+    return page_attention(q, k, num_heads, num_kv_heads, Dh, L, L, D, num_kv_heads * Dh,
+                          temperature, allowed), data["tokens"][sentence][:L]
+
+
+@pytest.fixture(scope="module")
+def data():
+    return webview.explorer_data()
+
+
+SETTINGS = [
+    {},
+    {"num_heads": 4, "num_kv_heads": 2, "seq_len": 9, "mask_kind": "causal", "temperature": 0.5},
+    {"num_heads": 16, "num_kv_heads": 1, "seq_len": 24, "mask_kind": "padding", "seed": 3,
+     "sentence": "counting", "temperature": 2.0},
+    {"num_heads": 1, "num_kv_heads": 1, "seq_len": 2, "seed": 4, "sentence": "cat on the mat",
+     "temperature": 0.05},
+    {"num_heads": 2, "num_kv_heads": 2, "seq_len": 17, "mask_kind": "padding",
+     "sentence": "deposit at the bank", "seed": 1},
+]
+
+
+@pytest.mark.parametrize("knobs", SETTINGS)
+def test_round_trip_random_layer(data, knobs):
+    k = {**{key: v for key, v in widgets.DEFAULTS.items() if key not in ("source", "d_model")},
+         **knobs}
+    weights, tokens = page_random(data, **k)
+    expected = widgets.explore_once(**k)
+    assert expected.ok and tokens == expected.tokens
+    np.testing.assert_allclose(weights, expected.weights.double().numpy(), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("source", ["letters model: layer 1", "translator decoder: layer 0",
+                                    "translator cross-attention: layer 1"])
+@pytest.mark.parametrize("seed,temperature", [(0, 1.0), (4, 0.3)])
+def test_round_trip_trained_layer(data, source, seed, temperature):
+    src = data["sources"][source]
+    view = src["views"][str(seed)]
+    Lq, Lk = len(view["tokens_q"]), len(view["tokens_k"])
+    allowed = np.tril(np.ones((Lq, Lk), bool)) if src["causal"] else np.ones((Lq, Lk), bool)
+    H, Dh = src["H"], src["Dh"]
+    weights = page_attention(decode(view["q"]), decode(view["k"]), H, H, Dh, Lq, Lk, H * Dh,
+                             H * Dh, temperature, allowed)
+    expected = widgets.explore_once(source=source, seed=seed, temperature=temperature)
+    assert expected.ok and view["tokens_q"] == expected.tokens
+    assert view["tokens_k"] == expected.key_tokens
+    np.testing.assert_allclose(weights, expected.weights.double().numpy(), atol=1e-5, rtol=0)
+
+
+def test_export_covers_every_static_combination(data):
+    src = data["sources"]["random layer"]
+    D = data["d_model"]
+    for H in webview.STATIC_HEADS:
+        for Hkv in (h for h in range(1, H + 1) if H % h == 0):
+            for seed in webview.STATIC_SEEDS:
+                for sentence in widgets.EXAMPLE_SENTENCES:
+                    q = decode(src["q"][f"{seed}|{sentence}"])
+                    k = decode(src["k"][f"{seed}|{sentence}|{Hkv * D // H}"])
+                    assert q.size == webview.MAX_LEN * D
+                    assert k.size == webview.MAX_LEN * Hkv * D // H
+            for L in range(2, webview.MAX_LEN + 1):
+                params, flops, kv = data["counts"][f"{H},{Hkv},{L}"]
+                assert params == mha.counts.count_parameters(D, H, Hkv)["total"]
+                assert flops == mha.counts.count_flops(L, D, H, Hkv)["total"]
+    assert set(data["sources"]) == set(widgets.SOURCES)
+    assert len(json.dumps(data)) < 1_200_000  # the page stays light
+
+
+# ----------------------------------------------------------------------------- trained source
+
+def test_trained_source_is_the_models_own_attention():
+    model = mha.tiny.load_pretrained("multitask")
+    batch = mha.tasks.make_task("multitask").sample(1, seed=2)
+    with torch.no_grad(), mha.record_attention(model) as recorded:
+        model(batch.inputs)
+    for n in (0, 1):
+        r = widgets.explore_once(source=f"letters model: layer {n}", seed=2)
+        assert r.ok and r.weights.shape == (4, 16, 16)
+        torch.testing.assert_close(r.weights, recorded[f"encoder.layers.{n}.self_attn"][0],
+                                   atol=1e-5, rtol=0)
+    cold = widgets.explore_once(source="letters model: layer 1", seed=2, temperature=0.2)
+    assert cold.weights.max(-1).values.mean() > r.weights.max(-1).values.mean()
+    assert cold.config["num_heads"] == 4 and cold.config["seq_len"] == 16
+
+
+def test_trained_source_translator_layers_and_mask():
+    model = mha.tiny.load_pretrained("translation")
+    batch = mha.tasks.make_task("translation").sample(1, seed=1)
+    with torch.no_grad(), mha.record_attention(model) as recorded:
+        model(batch.inputs, batch.decoder_inputs)
+    for source, (_, layer, kind) in sources.TRAINED_SOURCES.items():
+        if not source.startswith("translator"):
+            continue
+        r = widgets.explore_once(source=source, seed=1)
+        torch.testing.assert_close(r.weights, recorded[layer][0], atol=1e-5, rtol=0)
+        assert r.config["mask_kind"] == ("causal" if kind == "decoder" else "none")
+    cross = widgets.explore_once(source="translator cross-attention: layer 0", seed=1)
+    assert cross.weights.shape == (4, 12, 9) and len(cross.key_tokens) == 9
+
+
+def test_head_table_names_chapter_08s_heads():
+    layer0 = sources.head_table("letters model: layer 0")
+    layer1 = sources.head_table("letters model: layer 1")
+    assert "previous-token head" in layer0["names"]  # chapter 08: previous-token head in layer 0
+    assert layer1["names"].count("induction head") >= 1
+    names = layer0["names"] + layer1["names"]
+    first = layer0["columns"].index("first")
+    scores = [row[1 + first] for row in layer0["rows"] + layer1["rows"]]
+    assert sum(s > 0.95 for s in scores) == 5  # chapter 08 asserts five first-token heads
+    assert names.count("first-token head") == 5
+    cross = sources.head_table("translator cross-attention: layer 1")
+    assert cross["columns"][:3] == ["article", "noun", "adjective"]
+    assert max(row[1] for row in cross["rows"]) > 0.95  # an article head, as in chapter 08
+
+
+def test_unknown_source_is_a_message_and_a_value_error():
+    r = widgets.explore_once(source="gpt-5")
+    assert not r.ok and "source must be one of" in r.message
+    with pytest.raises(ValueError, match="source"):
+        sources.trained_view("gpt-5", 0)
+
+
+# ----------------------------------------------------------------------------- the HTML
+
+def test_static_html_labels_every_control_and_greys_out_what_needs_python(data):
+    html_text = webview.explorer_html(widgets.DEFAULTS, data)
+    controls = re.findall(r"<(?:select|input)[^>]*>", html_text)
+    assert len(controls) == 9 and all("aria-label=" in c for c in controls)
+    d_model = next(c for c in controls if 'data-knob="d_model"' in c)
+    assert "disabled" in d_model
+    assert "no kernel" in html_text and "Colab" in html_text
+    assert "https://" not in html_text and "http://" not in html_text  # nothing from outside
+    assert html_text.count('class="mha-data"') == 1 and "window.mhaViz" in html_text
+
+
+def test_display_publishes_the_widget_and_the_static_html():
+    pytest.importorskip("ipywidgets", reason="the explorer's UI needs ipywidgets")
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    published = []
+    original = shell.display_pub.publish
+    shell.display_pub.publish = lambda data, *a, **kw: published.append(data)
+    try:
+        widgets.explorer(seed=2)._ipython_display_()
+        widgets.temperature_bars([2.0, 1.0, 0.0], ["a", "b", "c"], value=0.5)._ipython_display_()
+    finally:
+        shell.display_pub.publish = original
+    assert len(published) == 2
+    for bundle in published:
+        assert {"text/plain", "text/html", widgets.WIDGET_VIEW} <= set(bundle)
+        assert bundle[widgets.WIDGET_VIEW]["model_id"]
+    assert 'data-mha="explorer"' in published[0]["text/html"]
+    assert 'data-mha="bars"' in published[1]["text/html"]
+
+
+def test_frozen_html_for_a_readers_function():
+    pytest.importorskip("ipywidgets", reason="the explorer's UI needs ipywidgets")
+
+    def uniform(query, key, value, mask):
+        w = torch.full(query.shape[:-1] + (key.size(-2),), 1 / key.size(-2))
+        return w @ value, w
+
+    html_text = widgets.explorer(attention_fn=uniform).static_html()
+    assert "Needs a live kernel" in html_text and "data-knob=" not in html_text  # no dead controls
+    assert "mha-live" in html_text
+
+
+def test_temperature_bars_weights_and_checks():
+    pytest.importorskip("ipywidgets", reason="the slider needs ipywidgets")
+    bars = widgets.temperature_bars([2.0, 1.6, 0.0], ["Michael", "Bay", "as"], value=1.0)
+    torch.testing.assert_close(bars.weights(), torch.softmax(torch.tensor([2.0, 1.6, 0.0]), -1))
+    bars.slider.value = 0.05
+    assert bars.redraws == 2 and bars.weights()[0] > 0.99
+    with pytest.raises(ValueError, match="tokens"):
+        widgets.temperature_bars([1.0, 2.0], ["a"])
