@@ -232,9 +232,13 @@ def save_pretrained(model: nn.Module, path, *, task: str, info: dict | None = No
     return path
 
 
+# weight files in mha/weights/ that hold other experiments' models, not a tiny transformer
+_OTHER_WEIGHTS = {"positions"}  # chapter 11's four position models (mha.positions)
+
+
 def available() -> list:
-    """Names of the shipped weight files (``mha/weights/<name>.pt``)."""
-    return sorted(p.stem for p in WEIGHTS_DIR.glob("*.pt"))
+    """Names of the shipped tiny transformers (``mha/weights/<name>.pt``)."""
+    return sorted(p.stem for p in WEIGHTS_DIR.glob("*.pt") if p.stem not in _OTHER_WEIGHTS)
 
 
 def load_pretrained(name_or_path, device=None, *, with_info: bool = False):

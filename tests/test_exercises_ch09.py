@@ -71,7 +71,10 @@ def test_forgetting_removed_heads_fails():
 
 
 def test_wrong_return_types_are_reported():
+    # None is what an unsolved stub returns: one line that says what to do
     result, text = run(lambda evaluate, num_layers, num_heads, num_remove: None)
+    assert not result.passed and "not solved yet" in text
+    result, text = run(lambda evaluate, num_layers, num_heads, num_remove: 3)
     assert not result.passed and "list of (layer, head) pairs" in text
     result, text = run(lambda evaluate, num_layers, num_heads, num_remove: [])
     assert not result.passed and "heads removed" in text
