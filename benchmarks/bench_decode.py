@@ -14,34 +14,14 @@ machine's speed hit both alike; medians are reported, with the speed-up of the c
 """
 
 import argparse
-import platform
 import statistics
 import time
 
 import torch
+from bench_attention import device_name, sync
 
 import mha
 from mha.decode import generate
-
-
-def sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
-def device_name(device):
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    name = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    name = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{name}, {torch.get_num_threads()} threads"
 
 
 def build(args, device, max_len):
