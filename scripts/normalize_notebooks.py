@@ -1,4 +1,5 @@
-"""Normalise notebooks for committing: no outputs, python3 kernelspec, tags-only cell metadata,
+"""Normalise notebooks for committing: no outputs, python3 kernelspec, cell metadata limited to
+tags and `mystnb` (alt text of figures),
 stable cell ids.
 
 Usage: python scripts/normalize_notebooks.py [--check] [NOTEBOOK ...]   (default: chapters/*.ipynb)
@@ -12,6 +13,7 @@ from pathlib import Path
 
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
 ROOT = Path(__file__).resolve().parent.parent
+KEPT_METADATA = ("tags", "mystnb")
 
 
 def normalize(nb: dict) -> dict:
@@ -19,8 +21,9 @@ def normalize(nb: dict) -> dict:
     nb["nbformat"], nb["nbformat_minor"] = 4, 5
     seen = set()
     for index, cell in enumerate(nb["cells"]):
-        tags = cell.get("metadata", {}).get("tags")
-        cell["metadata"] = {"tags": tags} if tags else {}
+        # keep only the metadata the book reads: tags, and MyST-NB's (a figure's alt text)
+        meta = cell.get("metadata", {})
+        cell["metadata"] = {key: meta[key] for key in KEPT_METADATA if meta.get(key)}
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
         cell.pop("attachments", None) if not cell.get("attachments") else None
