@@ -15,6 +15,7 @@ rm -rf "$out" && mkdir -p "$out/mathjax"
 cp -r web/node_modules/mathjax/es5/. "$out/mathjax/"
 cp web/node_modules/requirejs/require.js "$out/require.js"
 cp web/mathjax2-shim.js "$out/mathjax2-shim.js"
+cp web/book.css "$out/book.css"
 cp web/node_modules/@jupyter-widgets/html-manager/dist/embed-amd.js "$out/embed-amd.js"
 # The widget manager's stylesheet asks for its icon fonts at @jupyter-widgets/html-manager/dist/,
 # relative to the page; widget pages live in chapters/, so html_extra_path puts them there.

@@ -107,3 +107,27 @@ def test_exercise_labels_are_unique_across_the_book():
                 labels += re.findall(r"```\{exercise\}[^\n]*\n:label: (\S+)", source(cell))
     duplicates = {label for label in labels if labels.count(label) > 1}
     assert not duplicates, f"exercise labels used twice: {duplicates}"
+
+
+MAX_CODE_LINE = 80
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_code_lines_fit_the_column(path):
+    """Every line of every code cell is at most 80 characters, so the rendered page never cuts it.
+
+    The set-up cell is exempt: its text is fixed by the template (see SETUP_CELL) and it is
+    removed from the rendered page (tag remove-cell).
+    """
+    setup = SETUP_CELL.format(url=repository_url())
+    long_lines = [
+        f"cell {i} ({cell.get('id')}), line {n}: {len(line)} chars: {line[:60]}..."
+        for i, cell in enumerate(load(path)["cells"])
+        if cell["cell_type"] == "code" and source(cell) != setup
+        for n, line in enumerate(source(cell).splitlines(), start=1)
+        if len(line) > MAX_CODE_LINE
+    ]
+    assert not long_lines, (
+        f"{path.name}: {len(long_lines)} code lines longer than {MAX_CODE_LINE} characters "
+        "(wrap them):\n" + "\n".join(long_lines)
+    )

@@ -1,0 +1,275 @@
+"""Reading comfort and accessibility of every page of the built book, in headless Chromium.
+
+Each check is about what a reader meets, at a laptop's 1280 px width:
+
+- no line of a code cell, or of its printed output, is cut off: code cells are at most 80
+  characters wide (tests/test_notebooks.py) and web/book.css sizes them to fit the column;
+- nothing overflows the article column: an element wider than the article must sit inside its own
+  scroll box (``overflow-x: auto`` or ``scroll``), as display equations and wide tables should;
+- figures are not shrunk below a readable size: an image shown at less than ``MIN_SCALE`` of its
+  natural width has fonts that were readable in the notebook and are not on the page. A figure
+  that is meant to be wide can be marked (a ``zoomable`` or ``full-width`` class on the image or
+  around it, e.g. the ``full-width`` cell tag) and is then exempt;
+- every image in the article has alt text that says what it shows (not MyST-NB's default, the
+  image's file hash; not empty; at least a few words), and every slider has an accessible name;
+- axe-core (pinned in web/package.json, injected into the page from web/node_modules, never
+  shipped with the book) finds no serious or critical violation in the book's own content. The
+  theme's violations that are accepted are listed in ``ACCEPTED_THEME_VIOLATIONS`` with the
+  reason; any other violation, in the theme or in the content, fails.
+
+Solutions are opened before the checks, so that what they contain is checked too.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+from test_book import PAGES, visit
+
+ROOT = Path(__file__).resolve().parents[2]
+AXE = ROOT / "web" / "node_modules" / "axe-core" / "axe.min.js"
+
+#: an image may be shown at no less than this fraction of its natural width
+MIN_SCALE = 0.6
+#: alt text must have at least this many words to say what a figure shows
+MIN_ALT_WORDS = 4
+#: axe impacts that fail the test
+BLOCKING_IMPACTS = {"serious", "critical"}
+
+#: Violations that come from sphinx-book-theme / pydata-sphinx-theme, not from the book's pages,
+#: accepted because the book does not control that markup. Each is accepted only outside the
+#: article; the same rule inside the article fails.
+ACCEPTED_THEME_VIOLATIONS = {
+    "label-content-name-mismatch": (
+        "pydata-sphinx-theme's search buttons show the text 'Search' with a keyboard shortcut "
+        "(Ctrl + K) but are named 'Search', and its colour-mode button is named 'Color mode' "
+        "beside an icon: the names are accurate for a screen reader, and the markup is the "
+        "theme's, not the book's"
+    ),
+}
+
+#: the article column; the theme puts the page's content in it
+ARTICLE = "article.bd-article"
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def open_page(page, book_url, path):
+    """Load a page, wait for math and widgets, open every solution."""
+    response, *_ = visit(page, f"{book_url}/{path}")
+    assert response is not None and response.ok, f"{path}: HTTP {response and response.status}"
+    page.wait_for_load_state("networkidle")
+    if page.locator(".math").count():
+        page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0",
+                               timeout=20_000)
+    for button in page.locator(f"{ARTICLE} button.toggle-button").all():
+        if button.is_visible():
+            button.click()
+    page.wait_for_timeout(300)
+
+
+OVERFLOW_JS = """
+(article) => {
+  const box = document.querySelector(article).getBoundingClientRect();
+  const scrolls = (el) => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+  const marked = (el) => el.closest('.full-width, .margin, aside, .sidebar, .zoomable');
+  const out = [];
+  for (const el of document.querySelectorAll(article + ' *')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || marked(el)) continue;
+    if (r.left >= box.left - 1 && r.right <= box.right + 1) continue;
+    // inside its own scroll box (the box itself fits, or is the article): fine
+    let parent = el.parentElement, contained = false;
+    while (parent && parent !== document.querySelector(article).parentElement) {
+      if (scrolls(parent)) { contained = true; break; }
+      parent = parent.parentElement;
+    }
+    if (contained) continue;
+    out.push(`<${el.tagName.toLowerCase()} class="${el.className && el.className.baseVal
+      !== undefined ? el.className.baseVal : el.className}"> ${Math.round(r.width)} px wide, `
+      + `from ${Math.round(r.left - box.left)} to ${Math.round(r.right - box.left)} px `
+      + `(article: ${Math.round(box.width)} px): `
+      + JSON.stringify((el.textContent || '').trim().slice(0, 60)));
+  }
+  return out;
+}
+"""
+
+IMAGES_JS = """
+(article) => [...document.querySelectorAll(article + ' img')].map(img => {
+  const r = img.getBoundingClientRect();
+  return {
+    src: img.getAttribute('src') || '',
+    alt: img.getAttribute('alt'),
+    label: img.getAttribute('aria-label'),
+    natural: img.naturalWidth,
+    shown: r.width,
+    visible: r.width > 0 && r.height > 0,
+    marked: !!img.closest('.zoomable, .full-width'),
+    widget: !!img.closest('.jupyter-widgets'),
+  };
+})
+"""
+
+SLIDERS_JS = """
+(article) => [...document.querySelectorAll(
+    article + ' input[type=range], ' + article + ' [role=slider]')].map(el => {
+  const labelled = (el.getAttribute('aria-labelledby') || '').split(/\\s+/).filter(Boolean)
+    .map(id => document.getElementById(id)).filter(Boolean)
+    .map(e => e.textContent.trim()).join(' ');
+  const label = el.id ? document.querySelector(`label[for="${el.id}"]`) : null;
+  return {
+    html: el.outerHTML.slice(0, 120),
+    name: (el.getAttribute('aria-label') || labelled || (label && label.textContent) ||
+           el.getAttribute('title') || '').trim(),
+  };
+})
+"""
+
+
+CODE_JS = """
+(article) => [...document.querySelectorAll(
+    article + ' div.cell_input pre, ' + article + ' div.cell_output pre')]
+  .filter(pre => pre.getBoundingClientRect().width > 0 && pre.scrollWidth > pre.clientWidth + 1)
+  .map(pre => {
+    const longest = pre.textContent.split('\\n')
+      .reduce((a, b) => (b.length > a.length ? b : a), '');
+    const kind = pre.closest('.cell_output') ? 'output' : 'code';
+    return `${kind}, ${pre.scrollWidth} px in a ${pre.clientWidth} px box: ${longest.slice(0, 90)}`;
+  })
+"""
+
+
+def is_default_alt(alt: str, src: str) -> bool:
+    """MyST-NB's default alt text is the image's file name (a hash); so is any alt that is a
+    hex digest or names the file."""
+    alt = alt.strip()
+    stem = Path(src).stem
+    return bool(re.fullmatch(r"[0-9a-f]{16,}(\.\w+)?", alt)) or (stem and stem in alt)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("path", PAGES)
+def test_code_cells_are_not_cut_off(page, book_url, path):
+    open_page(page, book_url, path)
+    cut = page.evaluate(CODE_JS, ARTICLE)
+    assert not cut, (
+        f"{path}: {len(cut)} code cells or printed outputs are wider than their box, so the end "
+        "of their longest line is hidden (wrap the code at 80 characters, print shorter "
+        "lines):\n" + "\n".join(cut)
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("path", PAGES)
+def test_nothing_overflows_the_article(page, book_url, path):
+    open_page(page, book_url, path)
+    overflowing = page.evaluate(OVERFLOW_JS, ARTICLE)
+    assert not overflowing, (
+        f"{path}: {len(overflowing)} elements stick out of the article column and are not inside "
+        "a scroll box (give them one, or make them fit):\n" + "\n".join(overflowing[:15])
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("path", PAGES)
+def test_figures_are_not_shrunk(page, book_url, path):
+    open_page(page, book_url, path)
+    images = page.evaluate(IMAGES_JS, ARTICLE)
+    shrunk = [
+        f"{img['src']}: shown at {img['shown']:.0f} px of its {img['natural']} px "
+        f"({img['shown'] / img['natural']:.0%})"
+        for img in images
+        if img["visible"] and img["natural"] > 0 and not img["marked"]
+        and img["shown"] / img["natural"] < MIN_SCALE
+    ]
+    assert not shrunk, (
+        f"{path}: figures shown below {MIN_SCALE:.0%} of their size, so their labels are too "
+        "small to read (make the figure narrower, split it, or mark it zoomable):\n"
+        + "\n".join(shrunk)
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("path", PAGES)
+def test_images_have_real_alt_text(page, book_url, path):
+    open_page(page, book_url, path)
+    images = page.evaluate(IMAGES_JS, ARTICLE)
+    missing = []
+    for img in images:
+        text = (img["alt"] or img["label"] or "").strip()
+        if not text or is_default_alt(text, img["src"]) or len(text.split()) < MIN_ALT_WORDS:
+            missing.append(f"{img['src']}: alt={img['alt']!r}")
+    assert not missing, (
+        f"{path}: {len(missing)} of {len(images)} images lack alt text that says what they show "
+        "(set it in the code cell's metadata, mystnb: image: alt):\n" + "\n".join(missing)
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("path", PAGES)
+def test_sliders_have_names(page, book_url, path):
+    open_page(page, book_url, path)
+    nameless = [s["html"] for s in page.evaluate(SLIDERS_JS, ARTICLE) if not s["name"]]
+    assert not nameless, f"{path}: sliders without an accessible name: {nameless}"
+
+
+AXE_JS = """
+async (article) => {
+  const result = await axe.run(document, {resultTypes: ['violations']});
+  return result.violations.map(v => ({
+    id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map(n => {
+      const el = document.querySelector(n.target[0]);
+      return {target: n.target.join(' '), html: n.html.slice(0, 160),
+              impact: n.impact, inArticle: !!(el && el.closest(article))};
+    }),
+  }));
+}
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("path", PAGES)
+def test_axe_finds_no_serious_violation(page, book_url, path):
+    if not AXE.exists():
+        pytest.fail(f"{AXE} is missing: run `make assets` (npm ci in web/)")
+    open_page(page, book_url, path)
+    page.add_script_tag(path=str(AXE))
+    violations = page.evaluate(AXE_JS, ARTICLE)
+    problems = []
+    for violation in violations:
+        for node in violation["nodes"]:
+            if (node["impact"] or violation["impact"]) not in BLOCKING_IMPACTS:
+                continue
+            if not node["inArticle"] and violation["id"] in ACCEPTED_THEME_VIOLATIONS:
+                continue
+            where = "the page's content" if node["inArticle"] else "the theme"
+            problems.append(f"[{violation['id']}, {node['impact']}, in {where}] "
+                            f"{violation['help']}: {node['target']} {node['html']}")
+    assert not problems, (
+        f"{path}: axe-core found {len(problems)} serious or critical violations:\n"
+        + "\n".join(problems[:20])
+    )
+
+
+def test_accepted_theme_violations_have_reasons():
+    for rule, reason in ACCEPTED_THEME_VIOLATIONS.items():
+        assert len(reason.split()) >= 5, f"accepted axe rule {rule!r} needs a real reason"
+
+
+@pytest.mark.browser
+def test_the_favicon_is_served(page, book_url):
+    open_page(page, book_url, PAGES[0])
+    href = page.evaluate(
+        "() => { const l = document.querySelector('link[rel~=icon]'); return l && l.href; }"
+    )
+    assert href, "the page names no favicon (html.favicon in _config.yml)"
+    response = page.request.get(href)
+    assert response.ok, f"the favicon {href} is not served: HTTP {response.status}"
