@@ -38,6 +38,7 @@ import pkgutil
 import random
 import signal
 import sys
+import textwrap
 import threading
 import time
 import traceback
@@ -372,7 +373,7 @@ def _judge(spec, expected, actual):
     if actual is None and expected is not None:
         return _Stub("returned None: write the function's body and end it with `return ...`")
     if actual is Ellipsis:
-        return _Stub("returned ... (Ellipsis): replace the ... with your code")
+        return _Stub("returned ...: replace the ... with your code")
     if spec.compare is None:
         return _compare(expected, actual, spec.atol, spec.rtol)
     if _is_numpy(actual) and isinstance(expected, numbers.Number):
@@ -442,15 +443,16 @@ def check(name, fn, *, verbose=True, time_limit=None):
                 failures.append(f"{timeout}case '{case.name}': {message}.{hint}")
             lines.append(f"  {'FAIL' if message else 'ok  '} {case.name}"
                          + (f": {message}" if message else ""))
+    def show(text):  # lines wrapped to fit a notebook's output box (78 columns)
+        say("\n".join(_wrap(line) for line in text.split("\n")))
+
     if cases and all(stubs):
         first = failures[0].split(": ", 1)[1].split(". Hint:")[0]
-        line = (f"{label} is not solved yet ({first.split(':')[0].split(' (at')[0]}): write its "
-                f"body, then run this cell again to check it against {len(cases)} cases.")
+        reason = first.split(":")[0].split(" (at")[0]
+        line = f"{label} is not solved yet ({reason}): write its body and rerun."
         if "NotImplementedError" in first:
-            line = (f"{label} raised NotImplementedError: not written yet. Replace the `raise "
-                    f"NotImplementedError` with your code, then run this cell again to check it "
-                    f"against {len(cases)} cases.")
-        say(line)
+            line = f"{label} raised NotImplementedError: not written yet; write it and rerun."
+        show(line)
         return CheckResult(name, False, [line])
     failures = [f[len("timeout"):] if f.startswith("timeout") else f for f in failures]
     passed = not failures
@@ -461,9 +463,19 @@ def check(name, fn, *, verbose=True, time_limit=None):
     report = [header, *lines, footer]
     if not passed and spec.hint:
         report.append(f"Hint: {spec.hint}")
-    if verbose:
-        print("\n".join(report))
+    show("\n".join(report))
     return CheckResult(name, passed, failures)
+
+
+def _wrap(line, width=78):
+    """One printed line folded at ``width`` columns, continuation lines indented under its text."""
+    stripped = line.lstrip(" ")
+    indent = " " * (len(line) - len(stripped))
+    if stripped.startswith(("FAIL ", "ok   ")):
+        indent += " " * 5
+    return textwrap.fill(line, width=width, subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False, replace_whitespace=False,
+                         drop_whitespace=True) if len(line) > width else line
 
 
 def _import_checks():
