@@ -75,7 +75,7 @@ def test_page(page, book_url, path):
     print(f"visiting {url}")
     response, outside, console_errors, page_errors = visit(page, url)
     assert response is not None and response.ok, f"{path}: HTTP {response and response.status}"
-    page.wait_for_load_state("networkidle")
+    page.wait_for_load_state("networkidle", timeout=90_000)  # a busy 2-core machine is slow
 
     # Math: every math element is typeset by MathJax (no raw TeX left).
     math_count = page.locator(".math").count()

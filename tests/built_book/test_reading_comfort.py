@@ -64,7 +64,7 @@ def open_page(page, book_url, path):
     """Load a page, wait for math and widgets, open every solution."""
     response, *_ = visit(page, f"{book_url}/{path}")
     assert response is not None and response.ok, f"{path}: HTTP {response and response.status}"
-    page.wait_for_load_state("networkidle")
+    page.wait_for_load_state("networkidle", timeout=90_000)  # a busy 2-core machine is slow
     if page.locator(".math").count():
         page.wait_for_function("() => document.querySelectorAll('mjx-container').length > 0",
                                timeout=20_000)
