@@ -73,3 +73,12 @@ def browser():
         browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page (its own context) in a 1280 x 900 window."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    yield page
+    context.close()

@@ -31,14 +31,6 @@ def test_every_toc_page_was_built():
     assert PAGES and not missing, f"pages in _toc.yml but not in {HTML}: {missing}"
 
 
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    yield page
-    context.close()
-
-
 def visit(page, url: str):
     """Load ``url`` with every request outside localhost blocked, collecting errors and requests."""
     origin = urlparse(url).netloc

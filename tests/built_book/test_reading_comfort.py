@@ -52,14 +52,6 @@ ACCEPTED_THEME_VIOLATIONS = {
 ARTICLE = "article.bd-article"
 
 
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    yield page
-    context.close()
-
-
 def open_page(page, book_url, path):
     """Load a page, wait for math and widgets, open every solution."""
     response, *_ = visit(page, f"{book_url}/{path}")
