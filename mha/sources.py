@@ -10,9 +10,11 @@ A *source* names one layer of a shipped model (``mha/weights/*.pt``, see ``mha.t
 
 ``trained_view(source, seed)`` runs the model on sample ``seed`` of its task and returns the
 layer's projected queries and keys (what its heads compare), the token labels and whether the
-layer is causal; ``head_table(source)`` scores every head on the patterns of chapter 08
-(``mha.tasks.pattern_score`` over 256 samples, seed 1, as the chapter does) and names it by its
-best pattern. Weights are softmax(q . k / (sqrt(Dh) T)) as the layer computes them (T = 1).
+layer is causal; ``head_table(source)`` scores every head on the patterns of chapter 08, on the
+chapter's own inputs (``SCORE_SAMPLES``: the letters model on 256 samples, the translator on 200
+sentences, seed 1), so the letters model's scores and the cross-attention scores are the numbers
+of the chapter's tables, and names a head by its best pattern when that score is above
+``NAME_MIN`` and at least ``NAME_MARGIN`` ahead of its second best (else "mixed"). Weights are softmax(q . k / (sqrt(Dh) T)) as the layer computes them (T = 1).
 
 Shapes: H heads, Lq / Lk query / key length, Dh = d_head.
 """
@@ -40,6 +42,11 @@ TRAINED_SOURCES = {
 ROLE = {"previous": "previous-token head", "first": "first-token head",
         "induction": "induction head", "self": "self head", "next": "next-token head",
         "same token": "same-token head"}
+#: the inputs chapter 08 scores each model on: (number of samples, seed) of its task
+SCORE_SAMPLES = {"multitask": (256, 1), "translation": (200, 1)}
+#: a head is named by its best pattern only when that score is above NAME_MIN and at least
+#: NAME_MARGIN above its second best; otherwise it is "mixed"
+NAME_MIN, NAME_MARGIN = 0.8, 0.1
 
 
 @dataclass
@@ -168,10 +175,10 @@ def trained_weights(source, seed, temperature=1.0):
 
 @functools.lru_cache(maxsize=None)
 def _recorded(model_name):
-    """Every layer's weights (B, H, Lq, Lk) on 256 samples (seed 1, as chapter 08), one pass."""
+    """Every layer's weights (B, H, Lq, Lk) on chapter 08's inputs (``SCORE_SAMPLES``), one pass."""
     from .record import record_attention
 
-    args, batch = _inputs(model_name, [(256, 1)])
+    args, batch = _inputs(model_name, [SCORE_SAMPLES[model_name]])
     with torch.no_grad(), record_attention(_model(model_name)) as recorded:
         _model(model_name)(*args)
     return recorded, batch
@@ -180,7 +187,8 @@ def _recorded(model_name):
 @functools.lru_cache(maxsize=None)
 def head_table(source):
     """Chapter 08's scores of every head of ``source``: ``{"columns": [pattern, ...], "rows":
-    [[label, score, ...], ...], "names": [role per head]}``, over 256 samples (seed 1)."""
+    [[label, score, ...], ...], "names": [role per head], "caption": text}``, on chapter 08's
+    inputs (``SCORE_SAMPLES``)."""
     from .tasks import pattern_masks, pattern_score
 
     _check_source(source)
@@ -204,12 +212,24 @@ def head_table(source):
     rows, names = [], []
     for h in range(H):
         values = [round(float(scores[c][h]), 4) for c in columns]
-        best = max(range(len(columns)), key=lambda i: values[i])
-        role = ROLE.get(columns[best], f"{columns[best]} aligner" if kind == "cross" else columns[best])
-        names.append(role if values[best] > 0.5 else "mixed")
+        order = sorted(range(len(columns)), key=lambda i: values[i], reverse=True)
+        best, second = values[order[0]], (values[order[1]] if len(order) > 1 else 0.0)
+        pattern = columns[order[0]]
+        role = ROLE.get(pattern, f"{pattern} aligner" if kind == "cross" else pattern)
+        names.append(role if best > NAME_MIN and best - second >= NAME_MARGIN else "mixed")
         rows.append([f"head {h}", *values])
-    what = ("weight on the aligned source word, per kind of target word" if kind == "cross"
-            else "fraction of each head's weight on the keys a pattern names")
+    n, _ = SCORE_SAMPLES[model_name]
+    if kind == "cross":
+        what = (f"Alignment scores of chapter 08's table (weight on the aligned source word, per "
+                f"kind of target word, mean over the chapter's {n} sentences)")
+    elif model_name == "multitask":
+        what = (f"Pattern scores of chapter 08's table (fraction of each head's weight on the "
+                f"keys a pattern names, mean over the chapter's {n} inputs)")
+    else:
+        what = (f"Pattern scores computed as chapter 08 scores the letters model (fraction of "
+                f"each head's weight on the keys a pattern names, mean over {n} sentences; the "
+                f"chapter shows no table for this layer)")
     return {"columns": columns, "rows": rows, "names": names,
-            "caption": f"Pattern scores as in chapter 08 ({what}, mean over 256 inputs); a head "
-                       f"is named by its best score when it is above 0.5."}
+            "caption": f"{what}. A head is named by its best score when that is above "
+                       f"{NAME_MIN} and at least {NAME_MARGIN} ahead of its second best; "
+                       f"otherwise it is mixed."}

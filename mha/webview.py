@@ -116,7 +116,8 @@ def _trained_data(source):
             "note": (f"A trained layer: {v.num_heads} heads, d_head = {v.d_head}"
                      f"{', causal' if v.causal else ''}. Its size, mask and inputs are the "
                      f"model's own: seed picks the input sample, temperature divides its "
-                     f"scores (1 = as trained).")}
+                     f"scores (1 = as trained; choosing a trained source from the random "
+                     f"layer resets it to 1).")}
 
 
 def explorer_data(sources=None):

@@ -15,7 +15,8 @@ Two layers, so the maths can be tested without a browser:
   page from queries and keys exported here, with no kernel.
 * ``source``: ``"random layer"`` (the seeded layer below) or a layer of chapter 08's trained
   tiny models on its own inputs (``mha.sources``): then ``seed`` picks the input sample and only
-  the temperature applies; the heads' names and pattern scores are shown beside them.
+  the temperature applies (switching from the random layer to a trained one resets it to 1, the
+  model as trained); the heads' names and pattern scores are shown beside them.
 
 Coupled knobs stay valid in the UI: num_heads offers only the divisors of d_model (up to 16),
 num_kv_heads only the divisors of num_heads. ``explore_once`` still explains an impossible
@@ -125,7 +126,8 @@ class ExplorerResult:
             return (f"<div style='font-size:0.85em;max-width:40em'>A trained layer of chapter 08: "
                     f"{c['num_heads']} heads, d_head = {c['d_model'] // c['num_heads']}, its own "
                     f"inputs and mask. <b>seed</b> picks the input sample and <b>temperature</b> "
-                    f"divides its scores (1 = as trained); the other knobs are the model's.</div>")
+                    f"divides its scores (1 = as trained; choosing a trained source from the random "
+                    f"layer resets it to 1); the other knobs are the model's.</div>")
         d_head = c["d_model"] // c["num_heads"]
         rows = [("d_head = d_model / num_heads", d_head),
                 ("query heads per key/value head", c["num_heads"] // c["num_kv_heads"])]
@@ -240,8 +242,12 @@ def _mask(mask_kind, seq_len, valid_len):
     return allowed.reshape(1, 1, seq_len, seq_len)  # (L, L) -> (1, 1, L, L)
 
 
-def _attend(layer, x, mask, temperature, attention_fn):
-    """Project, run ``attention_fn`` per head, merge and project back. Returns (output, weights)."""
+def _explorer_attend(layer, x, mask, temperature, attention_fn):
+    """Project to per-head queries, keys and values, temper the queries, run ``attention_fn``.
+
+    Returns the per-head (output, weights), (1, H, L, Dh) and (1, H, L, L): the heads are not
+    merged and W_o is not applied here (the caller does both).
+    """
     from .functional import scaled_dot_product_attention, split_heads
 
     attention_fn = scaled_dot_product_attention if attention_fn is None else attention_fn
@@ -302,6 +308,8 @@ def explore_once(d_model=64, num_heads=8, num_kv_heads=None, seq_len=12, tempera
     message = validate(**{k: v for k, v in config.items() if k != "source"})
     if message:
         return ExplorerResult(config, message=message)
+    if attention_fn is not None:  # named in the title: e.g. "attention_fn = hard_attention"
+        config["attention_fn"] = getattr(attention_fn, "__name__", type(attention_fn).__name__)
     with _one_thread():
         return _explore(config, attention_fn)
 
@@ -340,7 +348,7 @@ def _explore(config, attention_fn):
     temperature = float(config["temperature"])
     with torch.no_grad():
         try:
-            out, weights = _attend(layer, x, mask, temperature, attention_fn)
+            out, weights = _explorer_attend(layer, x, mask, temperature, attention_fn)
         except Exception as err:  # noqa: BLE001 - a reader's bug: shown in the widget, not raised
             return ExplorerResult(config, tokens, message=(
                 f"your attention_fn raised {type(err).__name__}: {err}"))
@@ -364,7 +372,8 @@ def _title(config):
         return (f"{c['source']} (trained), input sample {c['seed']}, "
                 f"T = {c['temperature']:.3g}")
     kv = "" if c["num_kv_heads"] == c["num_heads"] else f", {c['num_kv_heads']} key/value heads"
-    return (f"{c['num_heads']} heads{kv}, d_model = {c['d_model']}, T = {c['temperature']:.3g}, "
+    fn = f"attention_fn = {c['attention_fn']}: " if c.get("attention_fn") else ""
+    return (f"{fn}{c['num_heads']} heads{kv}, d_model = {c['d_model']}, T = {c['temperature']:.3g}, "
             f"mask: {c['mask_kind']}, seed {c['seed']}")
 
 
@@ -516,6 +525,8 @@ class Explorer:
                 c["num_kv_heads"].value = value
             if name == "source":
                 self._enable()
+                if old == "random layer" and c["source"].value != "random layer":
+                    c["temperature"].value = 1.0  # trained heads first as trained: T = 1
         finally:
             self._syncing = False
 

@@ -157,9 +157,36 @@ def test_head_table_names_chapter_08s_heads():
     scores = [row[1 + first] for row in layer0["rows"] + layer1["rows"]]
     assert sum(s > 0.95 for s in scores) == 5  # chapter 08 asserts five first-token heads
     assert names.count("first-token head") == 5
+    assert layer1["names"].count("induction head") == 1  # chapter 08 names one: head 1
+    assert layer1["names"][1] == "induction head" and layer1["names"][3] == "mixed"
     cross = sources.head_table("translator cross-attention: layer 1")
     assert cross["columns"][:3] == ["article", "noun", "adjective"]
     assert max(row[1] for row in cross["rows"]) > 0.95  # an article head, as in chapter 08
+    assert cross["names"][1] == "article aligner"
+    # a head whose best two scores are close (0.53 adjective, 0.48 noun) is not named
+    assert sources.head_table("translator cross-attention: layer 0")["names"][0] == "mixed"
+    for table in (layer0, layer1, cross):
+        for row, name in zip(table["rows"], table["names"]):
+            top, second = sorted(row[1:], reverse=True)[:2]
+            named = top > sources.NAME_MIN and top - second >= sources.NAME_MARGIN
+            assert (name != "mixed") == named
+
+
+def test_head_table_uses_chapter_08s_inputs():
+    """The explorer's scores are the numbers of chapter 08's tables: same inputs, same sums."""
+    model = mha.tiny.load_pretrained("translation")
+    task = mha.tasks.make_task("translation")
+    batch = task.sample(200, seed=1)  # chapter 08's cross-attention table
+    with torch.no_grad(), mha.record_attention(model) as recorded:
+        model(batch.inputs, batch.decoder_inputs)
+    w = recorded["decoder.layers.0.cross_attn"]
+    aligned = task.alignment_mask(len(batch.inputs))
+    on_aligned = (w * aligned[:, None]).sum(-1).mean(0)  # (H, Lt)
+    where = [j for j, r in enumerate(task.target_roles) if r == "adjective"]
+    table = sources.head_table("translator cross-attention: layer 0")
+    column = table["columns"].index("adjective")
+    got = torch.tensor([row[1 + column] for row in table["rows"]])
+    torch.testing.assert_close(got, on_aligned[:, where].mean(-1), atol=1e-4, rtol=0)
 
 
 def test_unknown_source_is_a_message_and_a_value_error():

@@ -189,6 +189,7 @@ def uniform_attention(query, key, value, mask):
 def test_reader_attention_fn_drives_the_explorer():
     r = widgets.explore_once(attention_fn=uniform_attention)
     assert r.ok
+    assert widgets.payload(r)["caption"].startswith("attention_fn = uniform_attention: ")
     torch.testing.assert_close(r.weights, torch.full((8, 12, 12), 1 / 12))
 
 
@@ -269,12 +270,20 @@ def test_widget_builds_headless_and_recomputes_on_change():
 
 def test_widget_trained_source_and_message_once():
     pytest.importorskip("ipywidgets", reason="the explorer's UI needs ipywidgets")
-    ex = widgets.explorer()
+    ex = widgets.explorer(temperature=0.5)
     ex.controls["source"].value = "letters model: layer 1"
     assert ex.result.ok and ex.result.weights.shape == (4, 16, 16)
     assert all(ex.controls[n].disabled for n in ("d_model", "num_heads", "seq_len", "sentence"))
+    # trained heads are first shown as trained: the temperature is reset to 1
+    assert ex.controls["temperature"].value == 1.0 and ex.result.config["temperature"] == 1.0
+    torch.testing.assert_close(ex.result.weights, widgets.explore_once(
+        source="letters model: layer 1", temperature=1.0).weights)
     drawn = _drawn(ex)
     assert drawn["titles"][1] == "head 1: induction head" and drawn["table"]["rows"]
+    assert drawn["titles"][3] == "head 3: mixed"  # induction score 0.51: not named
+    ex.controls["temperature"].value = 0.5  # between trained sources the reader's T stays
+    ex.controls["source"].value = "letters model: layer 0"
+    assert ex.controls["temperature"].value == 0.5
     ex.controls["source"].value = "random layer"
     assert not ex.controls["num_heads"].disabled and ex.result.weights.shape == (8, 12, 12)
 

@@ -93,15 +93,19 @@
     var ctx = setupCanvas(canvas, 10, 10), lab = 0;
     tq.concat(tk).forEach(function (t) { lab = Math.max(lab, ctx.measureText(t).width); });
     lab = Math.ceil(lab) + 6;
-    var panelW = lab + Lk * cell + 16, panelH = 18 + Lq * cell + lab, top = 24;
+    var panelW = lab + Lk * cell + 16, panelH = 18 + Lq * cell + lab, top = 38;
     // as many columns (up to 4) as the text column holds at full size: labels stay readable
     var avail = (canvas.parentElement && canvas.parentElement.clientWidth) || 1000;
     var ncols = Math.max(1, Math.min(4, H, Math.floor((avail - 80) / panelW)));
     var nrows = Math.ceil(H / ncols);
     var width = ncols * panelW + 80, height = top + nrows * panelH + 8;
     ctx = setupCanvas(canvas, width, height);
-    ctx.fillStyle = "#111"; ctx.font = "bold 12px sans-serif"; ctx.textAlign = "left";
-    ctx.fillText(caption + "   (rows: queries, columns: keys)", 4, 10);
+    // the title on two lines (caption, then how to read it), shrunk if it is wider than the canvas
+    ctx.fillStyle = "#111"; ctx.textAlign = "left";
+    var size = 12;
+    do { ctx.font = "bold " + size + "px sans-serif"; } while (ctx.measureText(caption).width > width - 8 && --size > 8);
+    ctx.fillText(caption, 4, 10);
+    ctx.font = "11px sans-serif"; ctx.fillText("(rows: queries, columns: keys)", 4, 25);
     for (var h = 0; h < H; h++) {
       var x0 = (h % ncols) * panelW + lab, y0 = top + Math.floor(h / ncols) * panelH + 18, i, j;
       ctx.font = "11px sans-serif"; ctx.fillStyle = "#111"; ctx.textAlign = "center";
@@ -185,6 +189,9 @@
   function mountStatic(root) {
     var data = JSON.parse(root.querySelector("script.mha-data").textContent);
     var canvas = root.querySelector("canvas"), ctl = {};
+    // choosing a trained source from the random layer sets T = 1 (the model as trained) until
+    // the temperature slider is moved; the slider's grid need not pass through 1 exactly
+    var lastSource = null, tOverride = null;
     root.querySelectorAll("[data-knob]").forEach(function (e) { ctl[e.dataset.knob] = e; });
     function val(name) { var e = ctl[name]; return e.type === "range" ? Number(e.value) : e.value; }
     function show(name, text) { var o = root.querySelector('output[data-for="' + name + '"]'); if (o) o.textContent = text; }
@@ -208,8 +215,13 @@
     }
 
     function updateHeads() {
-      var name = val("source"), src = data.sources[name], T = Math.pow(10, val("temperature"));
+      var name = val("source"), src = data.sources[name];
       var seed = String(val("seed")), trained = src.kind !== "random", q, k, o, tq, tk, titles, caption;
+      if (trained && lastSource !== null && data.sources[lastSource].kind === "random") {
+        tOverride = 1; ctl.temperature.value = "0"; // the slider snaps to its grid point nearest 1
+      }
+      lastSource = name;
+      var T = tOverride !== null ? tOverride : Math.pow(10, val("temperature"));
       ["d_model", "num_heads", "num_kv_heads", "seq_len", "mask", "sentence"].forEach(function (n) {
         if (ctl[n]) ctl[n].disabled = trained || n === "d_model";
       });
@@ -249,6 +261,9 @@
 
     var update = data.kind === "bars" ? updateBars : updateHeads;
     function onChange() { update(); stamp(root); }
+    if (ctl.temperature) { // the reader moved the slider: its value counts again
+      ["input", "change"].forEach(function (ev) { ctl.temperature.addEventListener(ev, function () { tOverride = null; }); });
+    }
     Object.keys(ctl).forEach(function (n) { ctl[n].addEventListener("input", onChange); ctl[n].addEventListener("change", onChange); });
     onChange();
   }
