@@ -265,3 +265,17 @@ def test_the_favicon_is_served(page, book_url):
     assert href, "the page names no favicon (html.favicon in _config.yml)"
     response = page.request.get(href)
     assert response.ok, f"the favicon {href} is not served: HTTP {response.status}"
+
+
+#: what a cell printed to stderr, or a warning Python printed, in the built page
+NOISE = re.compile(r'class="output stderr"|\b(User|Deprecation|Future|Runtime|Syntax)Warning\b')
+
+
+@pytest.mark.parametrize("path", [p for p in PAGES if p.startswith("chapters/")])
+def test_no_warnings_or_stderr_in_outputs(require_build, path):
+    """A reader sees no warning and no stderr stream in any output (fix the cause, do not hide
+    it): the notebooks run clean."""
+    require_build()
+    html = (Path(__file__).resolve().parents[2] / "_build" / "html" / path).read_text()
+    found = sorted({m.group(0) for m in NOISE.finditer(html)})
+    assert not found, f"{path}: outputs show {found}"
