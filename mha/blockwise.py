@@ -68,7 +68,7 @@ def blockwise_attention(query, key, value, mask=None, *, is_causal=False, block_
     pass recomputes them instead. The memory saving holds for the forward pass under
     ``torch.no_grad()``.
     """
-    _check_blockwise(query, key, value, mask, is_causal, block_size, scale)
+    scale = _check_blockwise(query, key, value, mask, is_causal, block_size, scale)
     Lq, Lk = query.size(-2), key.size(-2)
     scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
     work = torch.promote_types(query.dtype, torch.float32)  # float16/bfloat16 -> float32
@@ -123,10 +123,9 @@ def _check_step(running_max, running_sum, acc, scores, value):
 
 
 def _check_blockwise(query, key, value, mask, is_causal, block_size, scale):
-    # tensors, dtypes (mixtures too), devices, shapes and the mask: as for the explicit path
-    _checks.check_attention_inputs(query, key, value, mask)
+    """As for the explicit path (tensors, dtypes, devices, shapes, mask, scale), plus the flags;
+    returns the scale as a float or None."""
+    scale = _checks.check_attention_inputs(query, key, value, mask, scale=scale)
     _checks.check_bool("is_causal", is_causal)
     _checks.check_positive_int("block_size", block_size)
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))
-                              or not math.isfinite(scale)):
-        raise TypeError(f"scale must be a finite number or None; got {scale!r}")
+    return scale

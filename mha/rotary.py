@@ -43,10 +43,7 @@ def _check_positions(positions, length, device):
             raise TypeError(f"positions must be an integer tensor of shape (L,); got "
                             f"{type(positions).__name__}")
         positions = torch.tensor(list(positions), dtype=torch.long)
-    if positions.dtype.is_floating_point or positions.dtype.is_complex or \
-            positions.dtype == torch.bool:
-        raise TypeError(f"positions must be an integer tensor (token indices); got dtype "
-                        f"{positions.dtype}")
+    _checks.check_integer_tensor("positions", positions)
     if positions.dim() != 1 or positions.size(0) != length:
         raise ValueError(f"positions must have shape (L,) = ({length},), one position per token "
                          f"of x; got shape {tuple(positions.shape)}")

@@ -160,14 +160,12 @@ def trained_view(source, seed):
 def trained_weights(source, seed, temperature=1.0):
     """(H, Lq, Lk) weights of ``source`` on sample ``seed``, scores divided by ``temperature``."""
     from .functional import scaled_dot_product_attention, split_heads
+    from .masks import causal_mask
 
     view = trained_view(source, seed)
     q = split_heads(view.q[None], view.num_heads)  # (1, Lq, H*Dh) -> (1, H, Lq, Dh)
     k = split_heads(view.k[None], view.num_heads)  # (1, Lk, H*Dh) -> (1, H, Lk, Dh)
-    mask = None
-    if view.causal:
-        L = q.size(-2)
-        mask = torch.ones(L, L, dtype=torch.bool).tril()  # (Lq, Lk), True = may attend
+    mask = causal_mask(q.size(-2)) if view.causal else None  # (Lq, Lk), True = may attend
     with torch.no_grad():
         _, weights = scaled_dot_product_attention(q / temperature, k, k, mask)  # (1, H, Lq, Lk)
     return weights[0]
