@@ -99,14 +99,50 @@ def check_choice(name, value, choices):
 
 def check_device_arg(name, value):
     """None, a str or a torch.device that torch understands: returns it."""
-    if value is None or isinstance(value, torch.device):
+    if value is None:
+        return value
+    if isinstance(value, torch.device):
+        check_device_available(name, value, value)
         return value
     if not isinstance(value, (str, int)) or isinstance(value, bool):
         raise TypeError(f"{name} must be None, a str or a torch.device; got {_kind(value)}")
     try:
-        return torch.device(value)
+        device = torch.device(value)
     except (RuntimeError, ValueError):
         raise ValueError(f"{name} must name a device such as 'cpu' or 'cuda'; got {value!r}") from None
+    check_device_available(name, value, device)
+    return device
+
+
+def available_devices():
+    """The device types this machine can use: always 'cpu', then 'cuda' and 'mps' if present."""
+    found = ["cpu"]
+    if torch.cuda.is_available():
+        found.append(f"cuda (devices 0 to {torch.cuda.device_count() - 1})")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        found.append("mps")
+    return found
+
+
+def check_device_available(name, value, device):
+    """A cuda or mps ``device`` must exist on this machine: torch itself would fail later with a
+    bare AssertionError ('Torch not compiled with CUDA enabled') or a dispatcher error."""
+    if device.type == "cuda":
+        ok = torch.cuda.is_available() and (device.index is None
+                                            or device.index < torch.cuda.device_count())
+    elif device.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        ok = mps is not None and mps.is_available()
+    else:
+        return
+    if not ok:
+        what = {"cuda": "a CUDA GPU", "mps": "Apple's MPS"}[device.type]
+        raise ValueError(
+            f"{name}={value!r} asks for {what}, which this machine does not have (available: "
+            f"{', '.join(available_devices())}); pass {name}=mha.device() to use the best "
+            f"device this machine has"
+        )
 
 
 def check_dtype_arg(name, value):

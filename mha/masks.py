@@ -104,7 +104,9 @@ def convert_mask(mask, *, source, target, num_keys=None):
         if num_keys is None:
             raise ValueError("num_keys is required to convert from source='valid_lens'")
         lens = mask
-        _checks.check_integer_tensor("mask", lens)  # the lengths, when source='valid_lens'
+        # the caller passed the lengths as `mask`: say so, rather than blame a mask
+        _checks.check_integer_tensor(
+            "mask (the valid_lens, since source='valid_lens')", lens)
         num_queries = lens.size(1) if lens.dim() == 2 else 1
         allowed = valid_lens_to_mask(lens, num_queries, num_keys)  # (B, Lq, Lk)
         allowed = allowed.unsqueeze(1)  # (B, Lq, Lk) -> (B, 1, Lq, Lk)

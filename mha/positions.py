@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import _checks
 from .layer import MultiHeadAttention
 from .relative import RelativeMultiHeadAttention
 from .rotary import RotaryMultiHeadAttention
@@ -47,6 +48,7 @@ DEFAULTS = {"vocab_size": 16, "d_model": 32, "num_heads": 2, "max_len": 64,
 def sinusoidal_positions(length, d_model, *, device=None):
     """The Transformer's fixed position encoding (L, D): PE[m, 2i] = sin(m / 10000^(2i/D)),
     PE[m, 2i+1] = cos(m / 10000^(2i/D))."""
+    device = _checks.check_device_arg("device", device)
     m = torch.arange(length, device=device, dtype=torch.float32)[:, None]  # (L, 1)
     freq = 10000.0 ** (-torch.arange(0, d_model, 2, device=device) / d_model)  # (D/2,)
     pe = torch.zeros(length, d_model, device=device)
@@ -152,9 +154,15 @@ def accuracy_by_position(model, length, *, shift=3, num_sequences=500, seed=1):
     return correct
 
 
-def load_models(path=WEIGHTS, device=None):
-    """The shipped models: ``({scheme: CopyBackModel}, info)``, in eval mode on ``device``."""
-    blob = torch.load(path, map_location="cpu", weights_only=True)
+def load_models(path=None, device=None):
+    """The four position models: ``({scheme: CopyBackModel}, info)``, in eval mode on
+    ``device`` (default cpu).
+
+    ``path`` is a file written by ``python -m mha.positions --out FILE``; the default, None,
+    loads the weights shipped with the package, ``mha/weights/positions.pt`` (``WEIGHTS``).
+    """
+    device = _checks.check_device_arg("device", device)
+    blob = torch.load(WEIGHTS if path is None else path, map_location="cpu", weights_only=True)
     models = {}
     for scheme, state in blob["state_dicts"].items():
         model = CopyBackModel(**blob["configs"][scheme])

@@ -29,6 +29,7 @@ def relative_positions(num_queries, num_keys, max_relative_position, device=None
     num_keys = _checks.check_int("num_keys", num_keys, minimum=0)
     max_relative_position = _checks.check_int("max_relative_position", max_relative_position,
                                               minimum=0)
+    device = _checks.check_device_arg("device", device)
     i = torch.arange(num_queries, device=device)[:, None]  # (Lq, 1)
     j = torch.arange(num_keys, device=device)[None, :]  # (1, Lk)
     K = max_relative_position

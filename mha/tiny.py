@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from . import _checks
 from .layer import MultiHeadAttention
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
@@ -247,6 +248,7 @@ def load_pretrained(name_or_path, device=None, *, with_info: bool = False):
 
     With ``with_info=True`` returns ``(model, info)``, ``info`` holding the training record.
     """
+    device = _checks.check_device_arg("device", device)
     path = Path(name_or_path)
     if path.suffix != ".pt":
         path = WEIGHTS_DIR / f"{name_or_path}.pt"

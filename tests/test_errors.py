@@ -128,6 +128,11 @@ CASES = {
     "convert num_keys": (lambda: mha.convert_mask(torch.tensor([1]), source="valid_lens",
                                                   target="sdpa"), ValueError,
                          "num_keys is required to convert from source='valid_lens'"),
+    "convert float valid_lens": (lambda: mha.convert_mask(torch.tensor([2.0, 3.0]),
+                                                          source="valid_lens", target="sdpa",
+                                                          num_keys=4), TypeError,
+                                 ("mask (the valid_lens, since source='valid_lens') must be an "
+                                  "integer tensor (e.g. torch.long); got dtype torch.float32")),
     "convert nn_mha float": (lambda: mha.convert_mask(torch.ones(2), source="nn_mha",
                                                       target="sdpa"), TypeError,
                              "a mask with source='nn_mha' must be bool; got dtype torch.float32"),
@@ -185,3 +190,56 @@ def test_bad_input_message(name):
     fn, error, message = CASES[name]
     with pytest.raises(error, match=re.escape(message)):
         fn()
+
+
+#: every public function or constructor that takes a device, called with that device
+DEVICE_TAKERS = {
+    "causal_mask": lambda device: mha.causal_mask(3, device=device),
+    "MultiHeadAttention": lambda device: mha.MultiHeadAttention(32, 4, device=device),
+    "RotaryMultiHeadAttention": lambda device: mha.RotaryMultiHeadAttention(32, 4,
+                                                                            device=device),
+    "RelativeMultiHeadAttention": lambda device: mha.RelativeMultiHeadAttention(
+        32, 4, device=device),
+    "relative_positions": lambda device: mha.relative.relative_positions(3, 3, 2,
+                                                                      device=device),
+    "sinusoidal_positions": lambda device: mha.positions.sinusoidal_positions(4, 8,
+                                                                              device=device),
+    "load_pretrained": lambda device: mha.tiny.load_pretrained("multitask", device=device),
+    "load_models": lambda device: mha.positions.load_models(device=device),
+}
+
+
+@pytest.fixture
+def no_accelerator(monkeypatch):
+    """This machine as one without CUDA or MPS, whatever it really has."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+
+
+@pytest.mark.parametrize("name", list(DEVICE_TAKERS))
+@pytest.mark.parametrize("device, what", [("cuda", "a CUDA GPU"), ("cuda:1", "a CUDA GPU"),
+                                          ("mps", "Apple's MPS")])
+def test_missing_device_is_a_clear_error(no_accelerator, name, device, what):
+    """Not torch's bare AssertionError ('Torch not compiled with CUDA enabled'): the argument,
+    the device asked for and what this machine has."""
+    message = (f"device={device!r} asks for {what}, which this machine does not have "
+               "(available: cpu); pass device=mha.device() to use the best device this "
+               "machine has")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        DEVICE_TAKERS[name](device)
+    with pytest.raises(ValueError, match=re.escape(message.replace(repr(device), repr(
+            torch.device(device))))):
+        DEVICE_TAKERS[name](torch.device(device))
+
+
+@pytest.mark.parametrize("name", list(DEVICE_TAKERS))
+def test_cpu_device_is_accepted(name):
+    assert DEVICE_TAKERS[name]("cpu") is not None
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_device_past_the_last_is_a_clear_error():
+    count = torch.cuda.device_count()
+    with pytest.raises(ValueError, match=re.escape(f"device='cuda:{count}' asks for a CUDA GPU")):
+        mha.causal_mask(3, device=f"cuda:{count}")
