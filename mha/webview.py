@@ -73,7 +73,7 @@ def live_html(payload, message=None):
     if message is not None:
         return (f'<div class="mha-view"><div class="mha-message" role="alert"><b>Cannot compute '
                 f'this one.</b> {html.escape(message)}</div></div>')
-    return (f'{CSS}<div class="mha-view mha-live"><canvas role="img"></canvas>'
+    return (f'{CSS}<div class="mha-view mha-live"><canvas role="img" aria-label="Attention weights (drawn by the page script)"></canvas>'
             f'<div class="mha-table"></div><div class="mha-error"></div>'
             f'{_data_script(payload)}{_script()}</div>')
 
@@ -226,7 +226,7 @@ def explorer_html(knobs, data=None):
     return (f'{CSS}<div class="mha-view mha-static" data-mha="explorer">'
             f'<p class="mha-note">{note}</p><div class="mha-controls" role="group" '
             f'aria-label="explorer controls">{"".join(controls)}</div>'
-            f'<div class="mha-counts" aria-live="polite"></div><canvas role="img"></canvas>'
+            f'<div class="mha-counts" aria-live="polite"></div><canvas role="img" aria-label="Attention weights (drawn by the page script)"></canvas>'
             f'<div class="mha-table"></div><div class="mha-error"></div>'
             f'{_data_script(data)}{_script()}</div>')
 
@@ -253,5 +253,5 @@ def bars_html(scores, tokens, *, temperature, highlight=None, caption):
     return (f'{CSS}<div class="mha-view mha-static" data-mha="bars"><p class="mha-note">'
             f'<b>Live in this page:</b> the slider recomputes the softmax of the scores above '
             f'at the new temperature, no kernel needed.</p><div class="mha-controls">{slider}'
-            f'</div><canvas role="img"></canvas><div class="mha-error"></div>'
+            f'</div><canvas role="img" aria-label="Attention weights (drawn by the page script)"></canvas><div class="mha-error"></div>'
             f'{_data_script(data)}{_script()}</div>')
