@@ -6,3 +6,4 @@ chapter below (CONTRIBUTING.md: "How to add a live figure").
 """
 
 from .ch02 import dk_softmax, mask_builder  # noqa: F401
+from .ch03 import shared_vs_separate  # noqa: F401

@@ -40,6 +40,7 @@ CSS = """<style>
  gap:.4em 1.2em;margin:.4em 0}
 .mha-live .mha-control{display:flex;align-items:center;gap:.5em;min-height:32px}
 .mha-live .mha-control label{min-width:7.5em}
+.mha-live .mha-step{grid-column:1/-1;flex-wrap:wrap}
 .mha-live .mha-control input[type=range]{flex:1;min-width:6em;max-width:12em;min-height:28px}
 .mha-live .mha-control input[type=checkbox]{width:22px;height:22px}
 .mha-live .mha-control select{min-height:30px;max-width:12em;font-size:14px}

@@ -94,7 +94,10 @@
       Math.floor(260 / Math.max(Lq, Lk))));
     var panelW = lab + Lk * cell + 14, panelH = 20 + Lq * cell + lab, top = 34;
     var ncols = Math.max(1, Math.min(4, H, Math.floor((room - 76) / panelW)));
-    var width = ncols * panelW + 76, height = top + Math.ceil(H / ncols) * panelH + 6;
+    probe.font = "bold 13px sans-serif";
+    var words = Math.max(probe.measureText(d.caption || "").width, probe.measureText(d.axes || "").width * 0.95);
+    var width = Math.min(room, Math.max(ncols * panelW + 76, Math.ceil(words) + 10));
+    var height = top + Math.ceil(H / ncols) * panelH + 6;
     var ctx = setup(canvas, width, height), h, i, j;
     caption(ctx, d.caption || "", width, t);
     ctx.fillStyle = t.muted; ctx.fillText(d.axes || "rows: queries, columns: keys", 4, 25);
@@ -132,7 +135,7 @@
         ctx.fillText(d.cols[j], 0, 0); ctx.restore();
       }
     }
-    colourBar(ctx, width - 70, top + 18, Math.max(60, Math.min(height - top - 30, 200)), d, t);
+    colourBar(ctx, ncols * panelW + 6, top + 18, Math.max(60, Math.min(height - top - 30, 200)), d, t);
     canvas.dataset.values = JSON.stringify(roundDeep(d.grids));
     canvas.dataset.heads = String(H);
     return (d.caption ? d.caption + ". " : "") + H + (H === 1 ? " heatmap" : " heatmaps") +
@@ -300,6 +303,7 @@
         });
       });
       wrap.appendChild(prev); wrap.appendChild(input); wrap.appendChild(next);
+      wrap.className += " mha-step";
     } else {
       wrap.appendChild(input);
     }
