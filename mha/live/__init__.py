@@ -7,3 +7,6 @@ chapter below (CONTRIBUTING.md: "How to add a live figure").
 
 from .ch02 import dk_softmax, mask_builder  # noqa: F401
 from .ch03 import shared_vs_separate  # noqa: F401
+from .ch10 import decode_steps, kv_cache_size  # noqa: F401
+from .ch11 import rope_rotation  # noqa: F401
+from .ch12 import online_softmax  # noqa: F401

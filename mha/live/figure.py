@@ -313,3 +313,20 @@ class Figure:
                 f"name='viewport' content='width=device-width,initial-scale=1'><title>"
                 f"{html.escape(self.title)}</title></head><body><main>{self.html()}</main>"
                 f"</body></html>")
+
+
+# ----------------------------------------------------------------------------- arrows view
+# (chapter 11's rotary pairs; a self-contained addition: the builder and its view kind)
+
+VIEW_KINDS = VIEW_KINDS + ("arrows",)
+__all__ += ["arrows"]
+
+
+def arrows(panels, labels, *, caption="", radius=1.0):
+    """2-D arrows from the origin, one small panel each: ``panels`` is ``[{"title": str,
+    "arrows": [[x, y], ...]}, ...]``, one arrow per entry of ``labels`` (the legend; the first
+    arrow is drawn in the main colour, the second in the accent, the third faded and dashed);
+    ``radius`` is the length the panels' circle stands for."""
+    return {"panels": [{"title": str(p["title"]), "arrows": _numbers(p["arrows"])}
+                       for p in panels],
+            "labels": [str(x) for x in labels], "caption": caption, "radius": float(radius)}
