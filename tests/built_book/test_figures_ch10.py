@@ -9,6 +9,7 @@ is wider than the screen. On the built book: the same on chapter 10's page.
 """
 
 import statistics
+from urllib.parse import urlparse
 
 import pytest
 import torch
@@ -153,8 +154,18 @@ def test_phone_touch(browser, full_weights):
 
 
 def test_chapter_10_figures_live_in_the_built_book(page, book_url, full_weights):
-    errors = []
+    errors, outside = [], []
     page.on("pageerror", lambda e: errors.append(str(e)))
+
+    def route(r):  # nothing may come from outside the book
+        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
+                or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
     page.goto(f"{book_url}/chapters/10_kv_cache.html", wait_until="load")
     decode, size = root_of(page, "decode-steps"), root_of(page, "kv-cache-size")
     for root in (decode, size):
@@ -167,3 +178,4 @@ def test_chapter_10_figures_live_in_the_built_book(page, book_url, full_weights)
           f"redraw {timing(DRAW_MS[-len(times):])}")
     assert statistics.median(DRAW_MS[-len(times):]) <= 16 and statistics.median(times) < 50
     assert not errors, errors
+    assert not outside, outside

@@ -10,6 +10,7 @@ built book: the same on chapter 11's page.
 """
 
 import statistics
+from urllib.parse import urlparse
 
 import pytest
 import torch
@@ -108,8 +109,18 @@ def test_phone_touch(browser):
 
 
 def test_chapter_11_figure_lives_in_the_built_book(page, book_url):
-    errors = []
+    errors, outside = [], []
     page.on("pageerror", lambda e: errors.append(str(e)))
+
+    def route(r):  # nothing may come from outside the book
+        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
+                or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
     page.goto(f"{book_url}/chapters/11_positions.html", wait_until="load")
     root = root_of(page, "rope-rotation")
     wait_drawn(page, root)
@@ -120,3 +131,4 @@ def test_chapter_11_figure_lives_in_the_built_book(page, book_url):
           f"redraw {timing(DRAW_MS[-len(times):])}")
     assert statistics.median(DRAW_MS[-len(times):]) <= 16 and statistics.median(times) < 50
     assert not errors, errors
+    assert not outside, outside

@@ -10,6 +10,7 @@ nothing is wider than the screen. On the built book: the same on chapter 12's pa
 
 import math
 import statistics
+from urllib.parse import urlparse
 
 import pytest
 import torch.nn.functional as F
@@ -124,8 +125,18 @@ def test_phone_touch(browser):
 
 
 def test_chapter_12_figure_lives_in_the_built_book(page, book_url):
-    errors = []
+    errors, outside = [], []
     page.on("pageerror", lambda e: errors.append(str(e)))
+
+    def route(r):  # nothing may come from outside the book
+        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
+                or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
     page.goto(f"{book_url}/chapters/12_fast_attention.html", wait_until="load")
     root = root_of(page, "online-softmax")
     wait_drawn(page, root)
@@ -136,3 +147,4 @@ def test_chapter_12_figure_lives_in_the_built_book(page, book_url):
           f"redraw {timing(DRAW_MS[-len(times):])}")
     assert statistics.median(DRAW_MS[-len(times):]) <= 16 and statistics.median(times) < 50
     assert not errors, errors
+    assert not outside, outside
