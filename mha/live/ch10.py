@@ -78,20 +78,19 @@ def decode_state(step, layer):
     top = [int(w[h].argmax()) for h in range(H)]
     B, Hkv, L, Dh = run["shape"][layer][step]
     nbytes = run["nbytes"][layer][step]
-    caption = (f"Step {step}: the query of '{fed[-1]}' (position {step}) over the "
-               f"{L} cached keys, decoder layer {layer}")
+    caption = f"Step {step}: the query of '{fed[-1]}' over {L} cached keys"
     rows = [["cached positions L", L], ["keys shape (B, Hkv, L, Dh)", f"({B}, {Hkv}, {L}, {Dh})"],
-            ["bytes, keys and values (float32)", nbytes],
-            ["new this step", f"{nbytes // L} bytes (position {step})"]]
+            ["bytes (keys, values; float32)", nbytes],
+            ["added this step", f"{nbytes // L} bytes"]]
     sentence = " ".join(run["written"][:step + 1])
     return {
         "views": {
             "weights": heatmap(w[None], [f"head {h}" for h in range(H)], cols, numbers=True,
                                caption=caption, marks=[(0, h, top[h]) for h in range(H)],
-                               axes="rows: heads, columns: cached keys (position:token); "
-                                    "outlined: each head's largest weight"),
+                               axes="rows: heads; columns: cached keys; outlined: largest"),
             "cache": table(["decoder layer " + str(layer) + " cache", "after this step"], rows)},
-        "readout": (f"Step {step}: the new token's query read {L} cached keys; head 0 put "
+        "readout": (f"Step {step}: the query of '{fed[-1]}' (position {step}) read {L} cached "
+                    f"keys and the model wrote '{run['written'][step]}'; head 0 put "
                     f"{float(w[0, top[0]]):.2f} on position {top[0]} ('{fed[top[0]]}'); the "
                     f"cache now holds {nbytes:,} bytes in this layer; written so far: "
                     f"{sentence}."),
