@@ -3,10 +3,11 @@
 ``rope_rotation()``: one query vector q and one key vector k of d_head = 8 features (seeded
 N(0, 1) draws), placed at positions m and n. ``mha.apply_rope`` (the default "rotate half"
 pairing: pair j is features (j, j + 4)) turns pair j of each by the angle position * theta_j,
-theta_j = 10000 ** (-2j / 8) = 1, 0.1, 0.01, 0.001 radians per position. The arrows view draws the four pairs as 2-D arrows (q at m, k at n, and q at position 0 faded); the table gives each pair's
-angles and share of the score q_m . k_n (the four add up to it); the plot is the score against the distance
-m - n, computed once with the key at position 0 and once with the key at n: the two curves are
-the same curve, since the score depends on m - n only.
+theta_j = 10000 ** (-2j / 8) = 1, 0.1, 0.01, 0.001 radians per position. The arrows view
+draws the four pairs as 2-D arrows (q at m, k at n, and q at position 0 faded); the table gives
+each pair's angles and share of the score q_m . k_n (the four add up to it); the plot is the
+score against the distance m - n, computed once with the key at position 0 and once with the key
+at n: the two curves are the same curve, since the score depends on m - n only.
 
 Each ``*_state`` function is the figure's data for one setting of the controls (pure torch); the
 figure lists it for every setting (``mha.live.figure``).
