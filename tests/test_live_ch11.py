@@ -48,3 +48,13 @@ def test_the_score_depends_on_the_distance_only():
     assert s["views"]["score"]["marker"] == ch11.DISTANCES.index(3)
     assert math.isclose(curves[0]["y"][ch11.DISTANCES.index(3)], s["state"]["score"],
                         abs_tol=1e-4)
+
+
+def test_the_arrows_view_is_a_view_kind_and_its_data_json():
+    from mha.live.figure import View, arrows
+
+    View("pairs", "arrows")  # accepted
+    d = arrows([{"title": "pair 0", "arrows": [[1.0, float("nan")], [0.123456789, -2]]}],
+               ["q", "k"], caption="c", radius=2)
+    assert d == {"panels": [{"title": "pair 0", "arrows": [[1.0, None], [0.12346, -2.0]]}],
+                 "labels": ["q", "k"], "caption": "c", "radius": 2.0}
