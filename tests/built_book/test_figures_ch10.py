@@ -82,7 +82,7 @@ def move_decode(page, root, full_weights):
 
 def move_size(page, root):
     times = []
-    for knob, key in (("kind", "ArrowUp"), ("context", "ArrowRight"), ("model", "ArrowDown"),
+    for knob, key in (("kind", "ArrowUp"), ("context", "ArrowRight"), ("model", "Home"),
                       ("kind", "ArrowDown"), ("context", "End"), ("model", "End")):
         before = drawn(root, "sizes") + drawn(root, "growth")
         times.append(press(page, root, knob, key))
