@@ -78,7 +78,7 @@ def decode_state(step, layer):
     top = [int(w[h].argmax()) for h in range(H)]
     B, Hkv, L, Dh = run["shape"][layer][step]
     nbytes = run["nbytes"][layer][step]
-    caption = f"Step {step}: the query of '{fed[-1]}' over {L} cached keys"
+    caption = f"Step {step}: the query of '{fed[-1]}' over {L} cached key{'s' if L > 1 else ''}"
     rows = [["cached positions L", L], ["keys shape (B, Hkv, L, Dh)", f"({B}, {Hkv}, {L}, {Dh})"],
             ["bytes (keys, values; float32)", nbytes],
             ["added this step", f"{nbytes // L} bytes"]]
@@ -90,7 +90,7 @@ def decode_state(step, layer):
                                axes="rows: heads; columns: cached keys; outlined: largest"),
             "cache": table(["decoder layer " + str(layer) + " cache", "after this step"], rows)},
         "readout": (f"Step {step}: the query of '{fed[-1]}' (position {step}) read {L} cached "
-                    f"keys and the model wrote '{run['written'][step]}'; head 0 put "
+                    f"key{'s' if L > 1 else ''} and the model wrote '{run['written'][step]}'; head 0 put "
                     f"{float(w[0, top[0]]):.2f} on position {top[0]} ('{fed[top[0]]}'); the "
                     f"cache now holds {nbytes:,} bytes in this layer; written so far: "
                     f"{sentence}."),

@@ -50,7 +50,7 @@ def check_decode(root, full_weights):
     t, layer = v["step"], v["layer"]
     want = full_weights[layer][:, t, :t + 1].tolist()  # (H, t + 1): query t over keys 0..t
     assert same(drawn(root, "weights"), [want]), v
-    assert f"read {t + 1} cached keys" in readout(root)
+    assert f"read {t + 1} cached key" in readout(root)
     return v
 
 
