@@ -1,0 +1,188 @@
+"""Chapter 10's live figures: decoding with a key/value cache, and the cache's size.
+
+* ``decode_steps()``: the chapter's trained translator (``mha.tiny.load_pretrained
+  ("translation")``) writes the chapter's sentence (``task.sample(1, seed=7)``) one token at a
+  time with one ``mha.KVCache`` per decoder layer (``mha.decode.decoder_logits`` with
+  ``caches=``, as ``mha.decode.generate`` does). The step control is "next token": at step t the
+  new query (position t) reads the t + 1 cached keys of the chosen decoder layer's
+  self-attention; the heatmap is its weights, one row per head (``mha.record_attention``), and
+  the table the cache's shape and bytes (``KVCache.nbytes``).
+* ``kv_cache_size()``: a configuration of ``mha.configs.MODELS`` (the chapter's table), a kind of
+  attention (MHA: every head has its own keys and values; GQA: 8 key/value heads; MQA: one) and a
+  context length; the bars are the cache of one sequence in GiB for the three kinds
+  (``mha.configs.kv_cache_bytes``, 2 bytes a number, as in the chapter) and the plot its growth
+  with the context.
+
+Each ``*_state`` function is the figure's data for one setting of the controls (pure torch); the
+figure lists it for every setting (``mha.live.figure``).
+"""
+
+from functools import lru_cache
+
+import torch
+
+from ..configs import MODELS, kv_cache_bytes
+from ..decode import decoder_logits, new_caches
+from ..record import record_attention
+from .figure import Figure, View, _one_thread, bars, heatmap, plot, select, slider, steps, table
+
+__all__ = ["CONTEXTS", "KINDS", "decode_run", "decode_state", "decode_steps", "kv_cache_size",
+           "kv_heads", "size_state"]
+
+SEED = 7  # the chapter's sentence: task.sample(1, seed=7)
+LAYERS = (0, 1)
+
+
+@lru_cache(maxsize=1)
+def decode_run():
+    """Greedy decoding with a cache, step by step. Returns a dict: ``src`` (source words),
+    ``written`` (the 12 words written), ``weights[layer]`` a list over steps t of (H, t + 1)
+    (the new query's weights over the cached keys, decoder self-attention), ``nbytes[layer]`` and
+    ``shape[layer]`` the cache after each step, ``logits`` (12, C) the step's logits, ``ids``
+    (1, 13) <s> and the written ids."""
+    from .. import tasks, tiny
+
+    model = tiny.load_pretrained("translation")
+    task = tasks.make_task("translation")
+    sentence = task.sample(1, seed=SEED)
+    caches = new_caches(model)
+    names = [f"decoder.layers.{n}.self_attn" for n in LAYERS]
+    weights = {n: [] for n in LAYERS}
+    nbytes = {n: [] for n in LAYERS}
+    shape = {n: [] for n in LAYERS}
+    ids = torch.full((1, 1), task.bos)  # (B, 1): <s>
+    logits = []
+    with torch.no_grad(), _one_thread():  # tiny matrices: one thread is fastest
+        memory = model.encoder(sentence.inputs)  # (1, Ls, D), read once
+        for t in range(task.tgt_len):
+            with record_attention(model) as rec:
+                out = decoder_logits(model, ids[:, -1:], memory, caches=caches, start=t)
+            logits.append(out[0, -1])  # (C,)
+            ids = torch.cat([ids, out[:, -1:].argmax(-1)], dim=1)  # (B, t + 2)
+            for n, name in zip(LAYERS, names):
+                weights[n].append(rec[name][0, :, 0])  # (B, H, 1, t + 1) -> (H, t + 1)
+                nbytes[n].append(caches[n].nbytes)
+                shape[n].append(tuple(caches[n].keys.shape))
+    return {"src": task.decode_src(sentence.inputs[0]), "written": task.decode_tgt(ids[0, 1:]),
+            "targets": task.decode_tgt(sentence.targets[0]), "weights": weights,
+            "nbytes": nbytes, "shape": shape, "logits": torch.stack(logits), "ids": ids,
+            "num_heads": model.config["num_heads"]}
+
+
+def decode_state(step, layer):
+    run = decode_run()
+    w = run["weights"][layer][step]  # (H, step + 1)
+    H = w.size(0)
+    fed = ["<s>"] + run["written"][:step]  # the token fed in at each position 0..step
+    cols = [f"{j}:{tok}" for j, tok in enumerate(fed)]
+    top = [int(w[h].argmax()) for h in range(H)]
+    B, Hkv, L, Dh = run["shape"][layer][step]
+    nbytes = run["nbytes"][layer][step]
+    caption = f"Step {step}: the query of '{fed[-1]}' over {L} cached key{'s' if L > 1 else ''}"
+    rows = [["cached positions L", L], ["keys shape (B, Hkv, L, Dh)", f"({B}, {Hkv}, {L}, {Dh})"],
+            ["bytes (keys, values; float32)", nbytes],
+            ["added this step", f"{nbytes // L} bytes"]]
+    sentence = " ".join(run["written"][:step + 1])
+    return {
+        "views": {
+            "weights": heatmap(w[None], [f"head {h}" for h in range(H)], cols, numbers=True,
+                               caption=caption, marks=[(0, h, top[h]) for h in range(H)],
+                               axes="rows: heads; columns: cached keys; outlined: largest"),
+            "cache": table(["decoder layer " + str(layer) + " cache", "after this step"], rows)},
+        "readout": (f"Step {step}: the query of '{fed[-1]}' (position {step}) read {L} cached "
+                    f"key{'s' if L > 1 else ''} and the model wrote '{run['written'][step]}'; head 0 put "
+                    f"{float(w[0, top[0]]):.2f} on position {top[0]} ('{fed[top[0]]}'); the "
+                    f"cache now holds {nbytes:,} bytes in this layer; written so far: "
+                    f"{sentence}."),
+        "state": {"step": step, "layer": layer},
+    }
+
+
+def decode_steps(step=0, layer=0):
+    """Chapter 10: write a sentence one token at a time; the new query reads the cache."""
+    n = len(decode_run()["written"])
+    return Figure(
+        name="decode-steps", title="Decoding with a KV cache, one token at a time",
+        controls=[steps("step", "next token (step)", n, step),
+                  select("layer", "decoder layer", list(LAYERS), layer,
+                         labels=[f"layer {n}" for n in LAYERS])],
+        views=[View("weights", "heatmap"), View("cache", "table")],
+        state_fn=decode_state,
+        alt="A heatmap with one row per head and one column per cached position: the weights "
+            "of the newest token's query over the keys in the cache, which grows by one column "
+            "a step; a table of the cache's shape and bytes.")
+
+
+# ----------------------------------------------------------------------------- cache size
+
+KINDS = ("MHA", "GQA", "MQA")
+GQA_KV_HEADS = 8  # Llama 2 70B, Mistral 7B and Llama 3 8B use 8 key/value heads
+CONTEXTS = (2048, 4096, 8192, 32768, 131072)
+
+
+def kv_heads(config, kind):
+    """The number of key/value heads of ``kind`` for this model's query heads (None: GQA with
+    8 groups does not divide Falcon-7B's 71 heads)."""
+    if kind == "MHA":
+        return config.num_heads
+    if kind == "MQA":
+        return 1
+    if kind == "GQA":
+        return GQA_KV_HEADS if config.num_heads % GQA_KV_HEADS == 0 else None
+    raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+
+
+def _gib(config, kind, context):
+    kv = kv_heads(config, kind)
+    if kv is None:
+        return float("nan")  # drawn as no bar
+    return kv_cache_bytes(config.num_layers, kv, config.d_head, context) / 2**30
+
+
+def size_state(model, kind, context):
+    c = MODELS[model]
+    sizes = [_gib(c, k, context) for k in KINDS]
+    own = [kv_cache_bytes(c.num_layers, c.num_kv_heads, c.d_head, n) / 2**30 for n in CONTEXTS]
+    top = max(s for s in sizes if s == s)  # NaN != NaN
+    kv = kv_heads(c, kind)
+    labels = [f"{k} {kv_heads(c, k) or '-'}" for k in KINDS]
+    curves = {f"{kind} {kv}" if kv else f"{kind}: none": [_gib(c, kind, n) for n in CONTEXTS],
+              f"as built: {c.attention} {c.num_kv_heads}": own}
+    if kv is None:
+        readout = (f"{model} has {c.num_heads} query heads, which 8 key/value heads cannot "
+                   f"share equally; as built it uses {c.attention} with {c.num_kv_heads}.")
+    else:
+        per_token = kv_cache_bytes(c.num_layers, kv, c.d_head)
+        readout = (f"{model} with {kind} ({kv} key/value heads of {c.num_heads}): "
+                   f"{per_token / 2**10:,.0f} KiB per token, {sizes[KINDS.index(kind)]:,.3g} "
+                   f"GiB for one sequence of {context:,} tokens (as built: {c.attention}, "
+                   f"{c.num_kv_heads} key/value heads).")
+    return {
+        "views": {
+            "sizes": bars(sizes, labels, highlight=[KINDS.index(kind)],
+                          y_max=round(top * 1.15, 4), y_label="GiB", x_label="kv heads",
+                          caption=f"Cache, {context // 1024}K tokens"),
+            "growth": plot([n // 1024 for n in CONTEXTS], curves, x_log=True, y_min=0.0,
+                           marker=CONTEXTS.index(context),
+                           x_label="context (K = 1,024 tokens, log scale)",
+                           y_label="GiB", caption=f"{model}: the cache against the context")},
+        "readout": readout,
+        "state": {"model": model, "kind": kind, "context": context,
+                  "gib": None if kv is None else sizes[KINDS.index(kind)]},
+    }
+
+
+def kv_cache_size(model="Llama 2 70B", kind="GQA", context=4096):
+    """Chapter 10: a real model's KV cache for MHA, GQA and MQA at a chosen context."""
+    return Figure(
+        name="kv-cache-size", title="The KV cache of a real model: MHA, GQA, MQA",
+        controls=[select("model", "model", list(MODELS), model),
+                  select("kind", "attention", list(KINDS), kind,
+                         labels=["MHA", "GQA (8 kv heads)", "MQA (1 kv head)"]),
+                  slider("context", "context (tokens)", CONTEXTS, context,
+                         labels=[f"{n:,}" for n in CONTEXTS])],
+        views=[View("sizes", "bars"), View("growth", "plot")],
+        state_fn=size_state,
+        alt="Bars: the key/value cache of one sequence in GiB for the chosen model with "
+            "multi-head, grouped-query (8) and multi-query attention; a line plot of the cache "
+            "against the context length.")

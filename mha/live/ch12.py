@@ -1,0 +1,128 @@
+"""Chapter 12's live figure: the online softmax, one block of keys at a time.
+
+``online_softmax()``: one query and 12 keys (d_k = 16) with one-number values (seeded N(0, 1)
+draws), scores q . k / sqrt(16). The keys are folded in blocks of ``block_size`` with
+``mha.online_softmax_step``, exactly as ``mha.blockwise_attention`` does; the step control walks
+through the blocks. The bars are the weights exp(s_j - m) / l of the keys seen so far (the
+current block highlighted), the plots the running maximum m and running sum l after each block,
+and the running output acc / l against the full softmax's output: after the last block they are
+equal, for every block size.
+
+Each ``*_state`` function is the figure's data for one setting of the controls (pure torch); the
+figure lists it for every setting (``mha.live.figure``).
+"""
+
+import math
+from functools import lru_cache
+
+import torch
+
+from ..blockwise import blockwise_attention, online_softmax_step
+from .figure import Figure, View, bars, plot, slider, steps, table
+
+__all__ = ["BLOCK_SIZES", "N_KEYS", "fold", "online_softmax", "online_state", "problem"]
+
+N_KEYS, D_K = 12, 16
+BLOCK_SIZES = (1, 2, 3, 4, 6, 12)
+
+
+@lru_cache(maxsize=1)
+def problem():
+    """q (1, 16), k (12, 16), v (12, 1), always the same draw; and the scaled scores (1, 12)."""
+    gen = torch.Generator().manual_seed(104)
+    q = torch.randn(1, D_K, generator=gen) * 1.5
+    k = torch.randn(N_KEYS, D_K, generator=gen)
+    v = torch.randn(N_KEYS, 1, generator=gen)
+    return q, k, v, q @ k.T / math.sqrt(D_K)  # (1, 16) @ (16, 12) -> (1, 12)
+
+
+@lru_cache(maxsize=None)
+def fold(block_size):
+    """The online-softmax state after each block: a list of (running_max (1,), running_sum (1,),
+    acc (1, 1)), one per block, with ``mha.online_softmax_step``."""
+    _, _, v, s = problem()
+    state = (torch.full((1,), -math.inf), torch.zeros(1), torch.zeros(1, 1))
+    after = []
+    for start in range(0, N_KEYS, block_size):
+        state = online_softmax_step(*state, s[:, start:start + block_size],
+                                    v[start:start + block_size])
+        after.append(state)
+    return after
+
+
+def online_state(block_size, block):
+    q, k, v, s = problem()
+    after = fold(block_size)
+    n = len(after)
+    b = min(block, n - 1)  # past the last block: the final state
+    m, ell, acc = (float(x.reshape(-1)[0]) for x in after[b])
+    seen = (b + 1) * block_size
+    full = float(torch.softmax(s, -1) @ v)
+    blockwise = float(blockwise_attention(q, k, v, block_size=block_size))
+    weights = [math.exp(float(s[0, j]) - m) / ell if j < seen else 0.0 for j in range(N_KEYS)]
+    current = list(range(b * block_size, seen))
+    m_old = float(after[b - 1][0]) if b else -math.inf
+    rescale = math.exp(m_old - m)
+    steps_x = list(range(1, n + 1))
+
+    def room(*series):  # headroom above the lines for the legend
+        lo = min(min(x) for x in series)
+        hi = max(max(x) for x in series)
+        return {"y_min": round(lo - 0.05 * (hi - lo + 1e-9), 3),
+                "y_max": round(hi + 0.3 * (hi - lo + 1e-9), 3)}
+
+    maxes = [float(a[0]) for a in after]
+    sums = [float(a[1]) for a in after]
+    outs = [float(a[2].reshape(-1)[0] / a[1]) for a in after]
+    rows = [["keys in this block", f"{current[0]}..{current[-1]}"],
+            ["their largest score", round(float(s[0, current].max()), 4)],
+            ["running max m", round(m, 4)],
+            ["rescale exp(m_old \u2212 m)", round(rescale, 4)],
+            ["running sum \u2113", round(ell, 4)], ["acc", round(acc, 4)],
+            ["output acc / \u2113", round(acc / ell, 4)],
+            ["full softmax output", round(full, 4)]]
+    done = b == n - 1
+    tail = (f" All {n} blocks are folded in: acc / l = {acc / ell:.4f} equals the full "
+            f"softmax's {full:.4f}." if done else
+            f" Still to come: {N_KEYS - seen} keys; the full softmax gives {full:.4f}.")
+    past = (f" (block size {block_size} has {n} blocks; showing the last)" if block >= n
+            else "")
+    raised = ("the maximum rose, so the old sums were multiplied by "
+              f"{rescale:.4f}" if 0 < rescale < 1 else
+              "the first block sets the maximum" if b == 0 else
+              "the maximum did not change (rescale 1)")
+    return {
+        "views": {
+            "weights": bars(weights, [f"k{j}" for j in range(N_KEYS)], highlight=current,
+                            caption=f"Block {b + 1} of {n}: exp(s \u2212 m) / \u2113 over the "
+                                    f"{seen} keys seen"),
+            "running": plot(steps_x, {"running max m": maxes, "running sum \u2113": sums},
+                            marker=b, x_label="blocks folded in", **room(maxes, sums),
+                            y_label="value", caption="Running max and running sum"),
+            "output": plot(steps_x, {"output acc / \u2113": outs,
+                                     "full softmax": [full] * n},
+                           marker=b, x_label="blocks folded in", y_label="output",
+                           **room(outs, [full]),
+                           caption="Running output against the full softmax"),
+            "numbers": table(["after block " + str(b + 1), "value"], rows)},
+        "readout": (f"Block size {block_size}, block {b + 1} of {n}{past}: keys "
+                    f"{current[0]}..{current[-1]}; {raised}; m = {m:.3f}, l = {ell:.3f}, "
+                    f"output {acc / ell:.4f}.{tail}"),
+        "state": {"block_size": block_size, "block": b, "output": acc / ell, "full": full,
+                  "blockwise": blockwise, "done": done},
+    }
+
+
+def online_softmax(block_size=3, block=0):
+    """Chapter 12: fold the keys into the online softmax block by block."""
+    return Figure(
+        name="online-softmax", title="The online softmax, one block of keys at a time",
+        controls=[slider("block_size", "block size (keys)", BLOCK_SIZES, block_size),
+                  steps("block", "block", N_KEYS, block,
+                        labels=[str(i + 1) for i in range(N_KEYS)])],
+        views=[View("weights", "bars"), View("running", "plot"), View("output", "plot"),
+               View("numbers", "table")],
+        state_fn=online_state,
+        alt="Bars: the weights of the keys seen so far, the current block highlighted; line "
+            "plots of the running maximum and running sum after each block, and of the running "
+            "output against the full softmax's output, which it reaches at the last block.")

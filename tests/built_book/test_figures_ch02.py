@@ -1,0 +1,207 @@
+"""Chapter 02's live figures in Chromium: the d_k slider with the scale, and the mask builder.
+
+Without a build: the figure the package writes, alone in a blank page; every control moved from
+the keyboard changes the picture, and the numbers drawn equal PyTorch's (to 1e-3, NaN exactly
+where PyTorch has NaN); axe-core finds nothing in light or dark mode; at 390 x 844 with touch a
+tap redraws and nothing is wider than the screen. On the built book: the same on chapter 02's
+page, with the key-press-to-picture times printed.
+"""
+
+import math
+import statistics
+from urllib.parse import urlparse
+
+import pytest
+import torch
+from live_figures import (
+    DRAW_MS,
+    axe_violations,
+    drawn,
+    press,
+    readout,
+    root_of,
+    same,
+    show,
+    timing,
+    values,
+    wait_drawn,
+)
+
+from mha import scaled_dot_product_attention
+from mha.live import ch02
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    page.errors = []
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    yield page
+    context.close()
+
+
+def expected_dk(d_k, scaled):
+    """softmax(q . k / sqrt(d_k)) (or unscaled) by hand, from the figure's query and keys."""
+    q, k = ch02._query_and_keys()
+    scores = k[:, :d_k] @ q[0, :d_k]  # (16,)
+    return torch.softmax(scores / (math.sqrt(d_k) if scaled else 1.0), -1).tolist()
+
+
+def expected_mask(len0, len1, causal, pad_queries, fill):
+    """The weights (2, 5, 5): PyTorch's masked_fill + softmax, or the package for its fill."""
+    q, k = ch02._scores()
+    allowed = ch02.mask_allowed(len0, len1, causal, pad_queries)
+    if fill == ch02.FILLS[3]:
+        w = scaled_dot_product_attention(q, k, torch.zeros(2, 5, 1), allowed)[1]
+        torch.testing.assert_close(w.sum(-1), allowed.any(-1).float())  # zeros, never NaN
+    else:
+        value = {ch02.FILLS[0]: float("-inf"), ch02.FILLS[1]: -1e9,
+                 ch02.FILLS[2]: float(torch.tensor(-1e9).half())}[fill]
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(8)
+        w = torch.softmax(scores.masked_fill(~allowed, value), -1)
+    return [[[None if math.isnan(x) else x for x in row] for row in seq] for seq in w.tolist()]
+
+
+def check_dk(root):
+    v = values(root)
+    assert same(drawn(root, "weights"), expected_dk(v["d_k"], v["scaled"])), v
+    return v
+
+
+def check_mask(root):
+    v = values(root)
+    want = expected_mask(v["len0"], v["len1"], v["causal"], v["pad_queries"], v["fill"])
+    assert same(drawn(root, "seq0"), [want[0]]) and same(drawn(root, "seq1"), [want[1]]), v
+    return v
+
+
+def move_dk(page, root):
+    times = []
+    for knob, key in (("d_k", "ArrowRight"), ("scaled", "Space"), ("d_k", "ArrowLeft"),
+                      ("scaled", "Space"), ("d_k", "End"), ("d_k", "Home")):
+        before = drawn(root, "weights")
+        times.append(press(page, root, knob, key))
+        assert drawn(root, "weights") != before, f"{knob} {key}: the picture did not change"
+        check_dk(root)
+    return times
+
+
+def move_mask(page, root):
+    times = []
+    moves = (("pad_queries", "Space"), ("len0", "ArrowLeft"), ("fill", "ArrowDown"),
+             ("len1", "Home"), ("fill", "ArrowDown"), ("causal", "Space"),
+             ("fill", "ArrowDown"), ("len0", "End"))
+    for knob, key in moves:
+        before = drawn(root, "seq0") + drawn(root, "seq1")
+        text = readout(root)
+        times.append(press(page, root, knob, key))
+        assert drawn(root, "seq0") + drawn(root, "seq1") != before or readout(root) != text, \
+            f"{knob} {key}: nothing changed"
+        check_mask(root)
+    return times
+
+
+def test_dk_softmax_draws_what_pytorch_computes(page):
+    root = show(page, ch02.dk_softmax())
+    assert check_dk(root) == {"d_k": 64, "scaled": True}
+    times = move_dk(page, root)
+    assert values(root) == {"d_k": 1, "scaled": True}
+    # unscaled at d_k = 1024 the softmax is nearly one-hot; the readout says so
+    root.locator('[data-knob="d_k"]').focus()
+    page.keyboard.press("End")
+    root.locator('[data-knob="scaled"]').press("Space")
+    assert values(root) == {"d_k": 1024, "scaled": False}
+    assert max(drawn(root, "weights")) > 0.99 and "unscaled" in readout(root)
+    print(f"\nchapter 02 d_k slider, key press to picture (no build): {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-6:])}")
+    assert statistics.median(DRAW_MS[-6:]) <= 16 and statistics.median(times) < 50
+    assert not page.errors, page.errors
+
+
+def test_mask_builder_draws_what_pytorch_computes(page):
+    root = show(page, ch02.mask_builder())
+    check_mask(root)
+    times = move_mask(page, root)
+    # -inf with a padded query: NaN rows, crossed; the package: zeros
+    for knob, option in (("len0", "2"), ("fill", "0")):
+        el = root.locator(f'[data-knob="{knob}"]')
+        if knob == "fill":
+            el.select_option(option)
+        else:
+            el.fill(option)
+    if not values(root)["pad_queries"]:
+        root.locator('[data-knob="pad_queries"]').check()
+    v = check_mask(root)
+    assert v["fill"] == "-inf" and drawn(root, "seq0")[0][4] == [None] * 5
+    assert "NaN" in readout(root)
+    root.locator('[data-knob="fill"]').select_option("3")
+    check_mask(root)
+    assert drawn(root, "seq0")[0][4] == [0] * 5 and "all zero" in readout(root)
+    print(f"\nchapter 02 mask builder, key press to picture (no build): {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-8:])}")
+    assert statistics.median(DRAW_MS[-8:]) <= 16 and statistics.median(times) < 50
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_ch02_figures_pass_axe(page, dark):
+    for figure in (ch02.dk_softmax(), ch02.mask_builder()):
+        show(page, figure, dark=dark)
+        problems = axe_violations(page)
+        assert not problems, f"{figure.name} ({'dark' if dark else 'light'}): {problems}"
+
+
+def test_phone_touch(browser):
+    """390 x 844 with touch: a tap on a control redraws; nothing is wider than the screen."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                                  is_mobile=True, device_scale_factor=2)
+    page = context.new_page()
+    try:
+        for figure, knob in ((ch02.dk_softmax(), "scaled"), (ch02.mask_builder(), "causal")):
+            root = show(page, figure)
+            before = root.get_attribute("data-draws")
+            root.locator(f'[data-knob="{knob}"]').tap()
+            page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                                   arg=[root.element_handle(), before], timeout=5_000)
+            widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
+                                   "'.mha-live canvas, .mha-live .mha-control')]"
+                                   ".map(e => e.getBoundingClientRect().right))")
+            assert widest <= 390, f"{figure.name}: {widest} px wide on a 390 px screen"
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        check_mask(root)
+    finally:
+        context.close()
+
+
+def test_chapter_02_figures_live_in_the_built_book(page, book_url):
+    outside = []
+
+    def route(r):
+        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
+                or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(f"{book_url}/chapters/02_scaled_dot_product.html", wait_until="load")
+    dk, mask = root_of(page, "dk-softmax"), root_of(page, "mask-builder")
+    for root in (dk, mask):
+        wait_drawn(page, root)
+    dk.scroll_into_view_if_needed()
+    check_dk(dk)
+    times = move_dk(page, dk)
+    mask.scroll_into_view_if_needed()
+    check_mask(mask)
+    times_mask = move_mask(page, mask)
+    draws = DRAW_MS[-len(times + times_mask):]
+    print(f"\nchapter 02 (built book), key press to picture: d_k slider {timing(times)}; "
+          f"mask builder {timing(times_mask)}; redraw {timing(draws)}")
+    assert statistics.median(draws) <= 16 and statistics.median(times + times_mask) < 50
+    assert not page.errors, page.errors
+    assert not outside, outside

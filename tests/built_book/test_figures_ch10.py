@@ -1,0 +1,181 @@
+"""Chapter 10's live figures in Chromium: decoding with a KV cache, and the cache's size.
+
+Without a build: each figure alone in a blank page; the step control (slider keys and the "next"
+button), the layer picker, the model, attention and context controls each change the picture
+from the keyboard, and the numbers drawn equal the package's (the new query's weights equal row t
+of a full teacher-forced pass, the sizes equal ``mha.configs.kv_cache_bytes``) to 1e-3;
+axe-core finds nothing in light and dark mode; at 390 x 844 with touch a tap redraws and nothing
+is wider than the screen. On the built book: the same on chapter 10's page.
+"""
+
+import statistics
+from urllib.parse import urlparse
+
+import pytest
+import torch
+from live_figures import (
+    DRAW_MS,
+    axe_violations,
+    drawn,
+    press,
+    readout,
+    root_of,
+    same,
+    show,
+    timing,
+    values,
+    wait_drawn,
+)
+
+from mha import record_attention, tasks, tiny
+from mha.configs import MODELS, kv_cache_bytes
+from mha.live import ch10
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def full_weights():
+    """The decoder's self-attention weights (H, L, L) per layer, all 12 positions at once."""
+    run = ch10.decode_run()
+    model = tiny.load_pretrained("translation")
+    sentence = tasks.make_task("translation").sample(1, seed=ch10.SEED)
+    with torch.no_grad(), record_attention(model) as rec:
+        model(sentence.inputs, run["ids"][:, :-1])
+    return {n: rec[f"decoder.layers.{n}.self_attn"][0] for n in ch10.LAYERS}
+
+
+def check_decode(root, full_weights):
+    v = values(root)
+    t, layer = v["step"], v["layer"]
+    want = full_weights[layer][:, t, :t + 1].tolist()  # (H, t + 1): query t over keys 0..t
+    assert same(drawn(root, "weights"), [want]), v
+    assert f"read {t + 1} cached key" in readout(root)
+    return v
+
+
+def check_size(root):
+    v = values(root)
+    c = MODELS[v["model"]]
+    want = [kv_cache_bytes(c.num_layers, kv, c.d_head, v["context"]) / 2**30 if kv else None
+            for kv in (c.num_heads, 8 if c.num_heads % 8 == 0 else None, 1)]
+    assert same(drawn(root, "sizes"), want), v
+    return v
+
+
+def move_decode(page, root, full_weights):
+    times = []
+    for knob, key in (("step", "ArrowRight"), ("step", "ArrowRight"), ("layer", "ArrowDown"),
+                      ("step", "End"), ("layer", "ArrowUp"), ("step", "Home")):
+        before = drawn(root, "weights")
+        times.append(press(page, root, knob, key))
+        assert drawn(root, "weights") != before, f"{knob} {key}: the picture did not change"
+        check_decode(root, full_weights)
+    # the "next token" button: one more column, the cache one position longer
+    step = values(root)["step"]
+    root.get_by_role("button", name="next token (step): next step").click()
+    page.wait_for_function("([el, n]) => JSON.parse(el.dataset.state).step === n",
+                           arg=[root.element_handle(), step + 1], timeout=5_000)
+    check_decode(root, full_weights)
+    return times
+
+
+def move_size(page, root):
+    times = []
+    for knob, key in (("kind", "ArrowUp"), ("context", "ArrowRight"), ("model", "Home"),
+                      ("kind", "ArrowDown"), ("context", "End"), ("model", "End")):
+        before = drawn(root, "sizes") + drawn(root, "growth")
+        times.append(press(page, root, knob, key))
+        assert drawn(root, "sizes") + drawn(root, "growth") != before, f"{knob} {key}"
+        check_size(root)
+    return times
+
+
+def test_decode_steps_draws_what_the_package_computes(page, full_weights):
+    root = show(page, ch10.decode_steps())
+    assert check_decode(root, full_weights) == {"step": 0, "layer": 0}
+    times = move_decode(page, root, full_weights)
+    print(f"\nchapter 10 decoding steps, key press to picture (no build): {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-6:])}")
+    assert statistics.median(DRAW_MS[-6:]) <= 16 and statistics.median(times) < 50
+
+
+def test_kv_cache_size_draws_kv_cache_bytes(page):
+    root = show(page, ch10.kv_cache_size())
+    v = check_size(root)
+    assert v["gib"] == 1.25 and drawn(root, "sizes")[:2] == [10, 1.25]  # the chapter's 70B
+    times = move_size(page, root)
+    # Falcon-7B's 71 heads: no GQA bar, and the readout says why
+    root.locator('[data-knob="model"]').select_option(str(list(MODELS).index("Falcon-7B")))
+    root.locator('[data-knob="kind"]').select_option("1")
+    check_size(root)
+    assert drawn(root, "sizes")[1] is None and "cannot" in readout(root)
+    print(f"\nchapter 10 cache size, key press to picture (no build): {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-6:])}")
+    assert statistics.median(DRAW_MS[-6:]) <= 16 and statistics.median(times) < 50
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_ch10_figures_pass_axe(page, dark):
+    for figure in (ch10.decode_steps(), ch10.kv_cache_size()):
+        show(page, figure, dark=dark)
+        problems = axe_violations(page)
+        assert not problems, f"{figure.name} ({'dark' if dark else 'light'}): {problems}"
+
+
+def test_phone_touch(browser, full_weights):
+    """390 x 844 with touch: a tap on the next button redraws; nothing is wider than the screen."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                                  is_mobile=True, device_scale_factor=2)
+    page = context.new_page()
+    try:
+        for figure, button in ((ch10.decode_steps(step=11), "next token (step): previous step"),
+                               (ch10.kv_cache_size(), None)):
+            root = show(page, figure)
+            before = root.get_attribute("data-draws")
+            if button:
+                root.get_by_role("button", name=button).tap()
+            else:
+                root.locator('[data-knob="context"]').tap()
+            page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                                   arg=[root.element_handle(), before], timeout=5_000)
+            widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
+                                   "'.mha-live canvas, .mha-live .mha-control, .mha-live table')]"
+                                   ".map(e => e.getBoundingClientRect().right))")
+            assert widest <= 390, f"{figure.name}: {widest} px wide on a 390 px screen"
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
+            if button:
+                assert values(root)["step"] == 10
+                check_decode(root, full_weights)
+            else:
+                check_size(root)
+    finally:
+        context.close()
+
+
+def test_chapter_10_figures_live_in_the_built_book(page, book_url, full_weights):
+    errors, outside = [], []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    def route(r):  # nothing may come from outside the book
+        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
+                or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(f"{book_url}/chapters/10_kv_cache.html", wait_until="load")
+    decode, size = root_of(page, "decode-steps"), root_of(page, "kv-cache-size")
+    for root in (decode, size):
+        wait_drawn(page, root)
+    decode.scroll_into_view_if_needed()
+    times = move_decode(page, decode, full_weights)
+    size.scroll_into_view_if_needed()
+    times += move_size(page, size)
+    print(f"\nchapter 10 (built book), key press to picture: {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-len(times):])}")
+    assert statistics.median(DRAW_MS[-len(times):]) <= 16 and statistics.median(times) < 50
+    assert not errors, errors
+    assert not outside, outside

@@ -1,0 +1,134 @@
+"""Chapter 11's live figure in Chromium: RoPE, each pair of a query and a key turning with its
+position, and the score against the distance.
+
+Without a build: the figure alone in a blank page; both position sliders change the picture from
+the keyboard; the arrows drawn equal the pairs rotated by hand (angle position * theta_j,
+rotate-half pairing) and the score curve equals q_m . k_n by hand, to 1e-3; moving both
+positions by the same amount leaves the score where it was; axe-core finds nothing in light and
+dark mode; at 390 x 844 with touch a tap redraws and nothing is wider than the screen. On the
+built book: the same on chapter 11's page.
+"""
+
+import statistics
+from urllib.parse import urlparse
+
+import pytest
+import torch
+from live_figures import (
+    DRAW_MS,
+    axe_violations,
+    drawn,
+    press,
+    readout,
+    root_of,
+    same,
+    show,
+    timing,
+    values,
+    wait_drawn,
+)
+
+from mha.live import ch11
+
+pytestmark = pytest.mark.browser
+
+
+def by_hand(x, position):
+    theta = 10000.0 ** (-2 * torch.arange(4, dtype=torch.float64) / 8)
+    c, s = torch.cos(position * theta), torch.sin(position * theta)
+    return torch.cat([x[:4] * c - x[4:] * s, x[:4] * s + x[4:] * c])
+
+
+def check(root):
+    v = values(root)
+    q, k = ch11._vectors()
+    qm, kn = by_hand(q, v["m"]), by_hand(k, v["n"])
+    want = [[[float(qm[j]), float(qm[j + 4])], [float(kn[j]), float(kn[j + 4])],
+             [float(q[j]), float(q[j + 4])]] for j in range(4)]
+    assert same(drawn(root, "pairs"), want), v
+    curve = [float(by_hand(q, max(d, 0)) @ by_hand(k, max(-d, 0))) for d in ch11.DISTANCES]
+    assert same(drawn(root, "score"), [curve, curve]), v
+    assert abs(v["score"] - float(qm @ kn)) < 1e-3
+    assert f"distance {v['m'] - v['n']};" in readout(root)
+    return v
+
+
+def move(page, root):
+    times = []
+    for knob, key in (("m", "ArrowRight"), ("n", "ArrowRight"), ("m", "End"), ("n", "End"),
+                      ("m", "Home"), ("n", "Home")):
+        before = drawn(root, "pairs")
+        times.append(press(page, root, knob, key))
+        assert drawn(root, "pairs") != before, f"{knob} {key}: the picture did not change"
+        check(root)
+    return times
+
+
+def test_rope_rotation_draws_the_rotated_pairs(page):
+    root = show(page, ch11.rope_rotation())
+    v = check(root)
+    assert (v["m"], v["n"]) == (3, 0)
+    score = v["score"]
+    times = move(page, root)
+    # both positions moved by 4: the arrows turn, the score stays
+    for knob in ("m", "n"):
+        root.locator(f'[data-knob="{knob}"]').fill(str({"m": 7, "n": 4}[knob]))
+    v = check(root)
+    assert (v["m"], v["n"]) == (7, 4) and abs(v["score"] - score) < 1e-9
+    print(f"\nchapter 11 RoPE, key press to picture (no build): {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-6:])}")
+    assert statistics.median(DRAW_MS[-6:]) <= 16 and statistics.median(times) < 50
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_ch11_figure_passes_axe(page, dark):
+    show(page, ch11.rope_rotation(), dark=dark)
+    problems = axe_violations(page)
+    assert not problems, f"rope-rotation ({'dark' if dark else 'light'}): {problems}"
+
+
+def test_phone_touch(browser):
+    """390 x 844 with touch: a tap on a slider redraws; nothing is wider than the screen."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                                  is_mobile=True, device_scale_factor=2)
+    page = context.new_page()
+    try:
+        root = show(page, ch11.rope_rotation())
+        before = root.get_attribute("data-draws")
+        root.locator('[data-knob="n"]').tap()
+        page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                               arg=[root.element_handle(), before], timeout=5_000)
+        widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
+                               "'.mha-live canvas, .mha-live .mha-control, .mha-live table')]"
+                               ".map(e => e.getBoundingClientRect().right))")
+        assert widest <= 390, f"{widest} px wide on a 390 px screen"
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        check(root)
+    finally:
+        context.close()
+
+
+def test_chapter_11_figure_lives_in_the_built_book(page, book_url):
+    errors, outside = [], []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    def route(r):  # nothing may come from outside the book
+        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
+                or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(f"{book_url}/chapters/11_positions.html", wait_until="load")
+    root = root_of(page, "rope-rotation")
+    wait_drawn(page, root)
+    root.scroll_into_view_if_needed()
+    check(root)
+    times = move(page, root)
+    print(f"\nchapter 11 (built book), key press to picture: {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-len(times):])}")
+    assert statistics.median(DRAW_MS[-len(times):]) <= 16 and statistics.median(times) < 50
+    assert not errors, errors
+    assert not outside, outside

@@ -1,0 +1,50 @@
+"""Chapter 02's live figures compute what PyTorch computes (mha.live.ch02)."""
+
+import math
+
+import torch
+
+from mha.live import ch02
+
+
+def test_dk_weights_are_the_softmax_of_the_scaled_scores():
+    q, k = ch02._query_and_keys()
+    for d_k in (1, 16, 1024):
+        for scaled in (True, False):
+            scores = k[:, :d_k] @ q[0, :d_k] / (math.sqrt(d_k) if scaled else 1.0)
+            torch.testing.assert_close(ch02.dk_weights(d_k, scaled), torch.softmax(scores, -1))
+
+
+def test_the_figure_shows_saturation_without_the_scale():
+    fig = ch02.dk_softmax()
+    cold = fig.state(d_k=1024, scaled=False)["views"]["weights"]["values"]
+    warm = fig.state(d_k=1024, scaled=True)["views"]["weights"]["values"]
+    assert max(cold) > 0.99 and max(warm) < 0.6
+    curves = fig.state()["views"]["entropy"]["series"]
+    assert [c["label"] for c in curves] == ["scaled by 1/sqrt(d_k)", "unscaled"]
+    assert curves[1]["y"][-1] < 0.01 < curves[0]["y"][-1]
+
+
+def test_mask_weights_follow_each_fill():
+    allowed = ch02.mask_allowed(2, 5, False, True)
+    assert allowed[0, 2:].any() == torch.tensor(False) and allowed[0, :2, :2].all()
+    inf = ch02.mask_weights(2, 5, False, True, "-inf")
+    assert inf[0, 2:].isnan().all() and not inf[0, :2].isnan().any()
+    big = ch02.mask_weights(2, 5, False, True, "-1e9 (float32)")
+    torch.testing.assert_close(big[0, 2:], torch.full((3, 5), 0.2))  # uniform over blocked
+    half = ch02.mask_weights(2, 5, False, True, "-1e9 (float16)")
+    assert half[0, 2:].isnan().all()  # -1e9 is -inf in float16
+    pkg = ch02.mask_weights(2, 5, False, True, "mha (the package)")
+    assert (pkg[0, 2:] == 0).all()
+    torch.testing.assert_close(pkg[0, :2], inf[0, :2])
+    torch.testing.assert_close(pkg[1], torch.softmax(
+        ch02._scores()[0][1] @ ch02._scores()[1][1].T / math.sqrt(8), -1))
+
+
+def test_mask_builder_lists_every_setting_and_says_which_rows_are_nan():
+    fig = ch02.mask_builder()
+    assert len(fig.states) == 6 * 6 * 2 * 2 * 4
+    s = fig.state(len0=0, fill="-inf")
+    assert "sequence 0: rows 0, 1, 2, 3, 4 may attend to no key, NaN" in s["readout"]
+    assert s["views"]["seq0"]["grids"][0][0] == [None] * 5
+    assert "Every query" in fig.state(len0=3, len1=5)["readout"]

@@ -1,0 +1,46 @@
+"""Chapter 03's live figure (mha.live.ch03): the ring task, a shared W and separate W^Q, W^K."""
+
+import math
+
+import torch
+
+from mha.live import ch03
+
+
+def test_rings_are_chapter_03s_task():
+    x, y, letters = ch03.make_rings(5, torch.Generator().manual_seed(0))
+    assert x.shape == (5, 6, 14) and torch.equal(y[:, 1:], letters[:, :-1])
+    assert torch.equal(y[:, 0], letters[:, -1])  # seat 0 wraps round to seat 5
+    assert torch.equal(x[..., :8].argmax(-1), letters) and torch.equal(x[0, :, 8:], torch.eye(6))
+
+
+def test_scores_are_the_heads_own_and_symmetric_only_when_shared():
+    _, (x, _, _) = ch03._data()
+    for variant in ("shared", "qk"):
+        model = ch03.ring_head(variant, 200)
+        with torch.no_grad():
+            s = model.scores(x[:4])
+            _, w = model(x[:4])
+        torch.testing.assert_close(torch.softmax(s, -1), w)  # the head's weights: softmax(S)
+        asym = (s - s.transpose(-2, -1)).abs().max()
+        assert (asym < 1e-5) == (variant == "shared")
+
+
+def test_training_leaves_the_global_random_state_alone_and_separate_heads_learn():
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    fig = ch03.shared_vs_separate()
+    assert torch.equal(torch.get_rng_state(), before)
+    shared, separate = fig.state(separate=False)["state"], fig.state(separate=True)["state"]
+    assert separate["accuracy"] > 0.99 > shared["accuracy"]
+    loss = ch03.trained_heads("qk")[1]
+    assert len(loss) == 200 and loss[0] > math.log(8) - 0.2 and loss[-1] < 0.01
+
+
+def test_the_figure_lists_every_setting():
+    fig = ch03.shared_vs_separate()
+    assert len(fig.states) == 2 * len(ch03.CHECKPOINTS) * ch03.N_RINGS
+    s = fig.state(separate=True, step=0, ring=2)
+    assert s["state"] == {**s["state"], "separate": True, "step": 0, "ring": 2}
+    assert "not symmetric" in s["readout"]
+    assert "are symmetric" in fig.state(separate=False, step=3)["readout"]

@@ -1,0 +1,60 @@
+"""Chapter 11's live figure computes what mha.apply_rope and PyTorch compute (mha.live.ch11)."""
+
+import math
+
+import torch
+
+from mha.live import ch11
+
+
+def by_hand(x, position):
+    """Rotate-half RoPE by hand: pair j = features (j, j + 4) turned by position * theta_j."""
+    theta = 10000.0 ** (-2 * torch.arange(4, dtype=torch.float64) / 8)
+    a, b = x[:4], x[4:]
+    c, s = torch.cos(position * theta), torch.sin(position * theta)
+    return torch.cat([a * c - b * s, a * s + b * c])
+
+
+def test_the_arrows_are_the_rotated_pairs():
+    q, k = ch11._vectors()
+    fig = ch11.rope_rotation()
+    assert len(fig.states) == len(ch11.POSITIONS) ** 2
+    for m, n in ((0, 0), (5, 2), (9, 7), (3, 9)):
+        panels = fig.state(m=m, n=n)["views"]["pairs"]["panels"]
+        qm, kn = by_hand(q, m), by_hand(k, n)
+        for j, p in enumerate(panels):
+            want = [[qm[j], qm[j + 4]], [kn[j], kn[j + 4]], [q[j], q[j + 4]]]
+            for got, w in zip(p["arrows"], want):
+                assert math.isclose(got[0], w[0], abs_tol=1e-5)
+                assert math.isclose(got[1], w[1], abs_tol=1e-5)
+        # an arrow keeps its length: a rotation
+        torch.testing.assert_close(qm.view(2, 4).norm(dim=0), q.view(2, 4).norm(dim=0))
+
+
+def test_the_score_depends_on_the_distance_only():
+    q, k = ch11._vectors()
+    fig = ch11.rope_rotation()
+    for d in range(-9, 10):
+        scores = [fig.state(m=n + d, n=n)["state"]["score"]
+                  for n in ch11.POSITIONS if 0 <= n + d <= 9]
+        assert max(scores) - min(scores) < 1e-9
+        assert math.isclose(scores[0], float(by_hand(q, max(d, 0)) @ by_hand(k, max(-d, 0))),
+                            abs_tol=1e-9)
+    s = fig.state(m=5, n=2)
+    shares = [row[-1] for row in s["views"]["shares"]["rows"][:4]]
+    assert math.isclose(sum(shares), s["state"]["score"], abs_tol=1e-3)
+    curves = s["views"]["score"]["series"]
+    assert curves[0]["y"] == curves[1]["y"]  # key at 0 or at n: the same curve
+    assert s["views"]["score"]["marker"] == ch11.DISTANCES.index(3)
+    assert math.isclose(curves[0]["y"][ch11.DISTANCES.index(3)], s["state"]["score"],
+                        abs_tol=1e-4)
+
+
+def test_the_arrows_view_is_a_view_kind_and_its_data_json():
+    from mha.live.figure import View, arrows
+
+    View("pairs", "arrows")  # accepted
+    d = arrows([{"title": "pair 0", "arrows": [[1.0, float("nan")], [0.123456789, -2]]}],
+               ["q", "k"], caption="c", radius=2)
+    assert d == {"panels": [{"title": "pair 0", "arrows": [[1.0, None], [0.12346, -2.0]]}],
+                 "labels": ["q", "k"], "caption": "c", "radius": 2.0}

@@ -1,0 +1,60 @@
+"""Chapter 12's live figure computes what the package and PyTorch compute (mha.live.ch12)."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from mha.live import ch12
+
+
+def by_hand(block_size, blocks):
+    """The online softmax in plain Python over the first ``blocks`` blocks: m, l, acc."""
+    _, _, v, s = ch12.problem()
+    m, ell, acc = -math.inf, 0.0, 0.0
+    for j in range(min(ch12.N_KEYS, blocks * block_size)):
+        x, new_m = float(s[0, j]), max(m, float(s[0, j]))
+        ell = ell * math.exp(m - new_m) + math.exp(x - new_m)
+        acc = acc * math.exp(m - new_m) + math.exp(x - new_m) * float(v[j, 0])
+        m = new_m
+    return m, ell, acc
+
+
+def test_every_block_size_ends_at_the_full_softmax():
+    q, k, v, s = ch12.problem()
+    full = float(F.scaled_dot_product_attention(q[None], k[None], v[None])[0, 0, 0])
+    fig = ch12.online_softmax()
+    assert len(fig.states) == len(ch12.BLOCK_SIZES) * ch12.N_KEYS
+    for bs in ch12.BLOCK_SIZES:
+        n = ch12.N_KEYS // bs
+        last = fig.state(block_size=bs, block=n - 1)["state"]
+        assert last["done"] and math.isclose(last["output"], full, abs_tol=1e-5)
+        assert math.isclose(last["blockwise"], full, abs_tol=1e-5)
+        assert math.isclose(last["full"], full, abs_tol=1e-6)
+        # past the last block the figure shows the last state
+        assert fig.state(block_size=bs, block=ch12.N_KEYS - 1)["state"]["block"] == n - 1
+        weights = fig.state(block_size=bs, block=n - 1)["views"]["weights"]["values"]
+        torch.testing.assert_close(torch.tensor(weights), torch.softmax(s[0], -1), atol=1e-5,
+                                   rtol=0)
+
+
+def test_each_step_is_the_online_softmax_by_hand():
+    fig = ch12.online_softmax()
+    for bs in ch12.BLOCK_SIZES:
+        for b in range(ch12.N_KEYS // bs):
+            st = fig.state(block_size=bs, block=b)
+            m, ell, acc = by_hand(bs, b + 1)
+            rows = dict((r[0], r[1]) for r in st["views"]["numbers"]["rows"])
+            assert math.isclose(rows["running max m"], m, abs_tol=1e-4)
+            assert math.isclose(rows["running sum \u2113"], ell, abs_tol=1e-4)
+            assert math.isclose(st["state"]["output"], acc / ell, abs_tol=1e-5)
+            maxes = st["views"]["running"]["series"][0]["y"]
+            assert math.isclose(maxes[b], m, abs_tol=1e-4)
+            assert st["views"]["weights"]["highlight"] == list(range(b * bs, (b + 1) * bs))
+
+
+def test_the_maximum_rises_in_later_blocks():
+    """The draw is chosen so that the rescale happens: the maximum rises at every block of 3."""
+    maxes = [float(st[0]) for st in ch12.fold(3)]
+    assert all(b > a for a, b in zip(maxes, maxes[1:]))
+    assert "multiplied by" in ch12.online_softmax().state(block_size=3, block=1)["readout"]
