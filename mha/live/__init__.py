@@ -7,3 +7,5 @@ chapter below (CONTRIBUTING.md: "How to add a live figure").
 
 from .ch02 import dk_softmax, mask_builder  # noqa: F401
 from .ch03 import shared_vs_separate  # noqa: F401
+from .ch08 import trained_head_lines  # noqa: F401
+from .ch09 import head_switches  # noqa: F401

@@ -7,7 +7,7 @@
  *
  * spec = {name, title, note, controls: [{name, label, kind: range|select|toggle|step, values,
  *         labels, value (an index), disabled}], views: [{name, kind: heatmap|bars|plot|table|
- *         text, label}], states: {"i,j,...": state} | compute: NAME, data}
+ *         text|lines, label}], states: {"i,j,...": state} | compute: NAME, data}
  * state = {views: {NAME: data}, readout: "what the picture shows", state: {...}, disabled:
  *          {control: bool}, options: {control: [indices offered]}}; with listed states a
  *          view's data is an index into spec.pool (each distinct picture stored once)
@@ -235,6 +235,149 @@
   }
   var CANVAS_VIEWS = { heatmap: heatmap, bars: bars, plot: plot };
 
+  // ---------------------------------------------------------------- lines view (one head)
+  // lines: d = {grids (H, Lq, Lk), rows (query labels), cols (key labels), titles, head (the
+  //   head shown first), focus ([side, index] or null), focus_from ({knob, queries: [query
+  //   index or null per value of that control]}), caption, label}. In the manner of bertviz's
+  //   head view: queries in a left column, keys in a right one, a line for every pair whose
+  //   width and opacity are the weight. Every token is a button: keyboard focus or a mouse over
+  //   it shows only its lines, a click or tap pins them (aria-pressed; Escape unpins), arrow
+  //   keys move between tokens (one tab stop per column). With H > 1 a select picks the head.
+  //   The view's element carries data-values = {head, focus: {side, index, label} | null,
+  //   lines: [[query, key, weight], ...] (every line drawn)}, data-focus-draws (its own redraws),
+  //   data-drawn-at and data-draw-ms; its canvas an aria-label saying what it draws.
+  var LINE_ROW = 26;
+  function lines(box, d, t) {
+    var shape = JSON.stringify([d.rows, d.cols, d.titles, d.grids.length]), m = box.mhaLines;
+    if (!m || m.shape !== shape) m = box.mhaLines = buildLines(box, d, shape);
+    var base = d.focus || null, f = d.focus_from, root = box.closest(".mha-live");
+    var knob = f && root && root.querySelector('[data-knob="' + f.knob + '"]');
+    if (knob) { var q = f.queries[Number(knob.value)]; base = q === null || q === undefined ? null : ["query", q]; }
+    if (JSON.stringify(base) !== JSON.stringify(m.base)) m.pinned = null; // a new step: unpin
+    if (m.d && m.d.head !== d.head) m.head = d.head || 0;
+    m.d = d; m.t = t; m.base = base;
+    drawLines(m);
+  }
+
+  function buildLines(box, d, shape) {
+    var m = { shape: shape, box: box, head: d.head || 0, pinned: null, hover: null, base: null,
+      pointer: false, buttons: { query: [], key: [] } };
+    box.textContent = "";
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "lines view: " + (d.caption || "one head") +
+      "; tokens are buttons: focus one to see only its lines");
+    if (d.grids.length > 1) { // the head picker
+      var id = "mha-lines-" + (++counter), wrap = el("div", { "class": "mha-control" });
+      var sel = el("select", { id: id });
+      wrap.appendChild(el("label", { "for": id }, "head"));
+      d.grids.forEach(function (g, h) { sel.appendChild(el("option", { value: String(h) }, d.titles ? d.titles[h] : "head " + h)); });
+      sel.value = String(m.head);
+      sel.addEventListener("change", function () { m.head = Number(sel.value); drawLines(m); });
+      wrap.appendChild(sel); box.appendChild(wrap); m.select = sel;
+    }
+    m.cap = el("p"); m.cap.style.cssText = "margin:.2em 0;font-weight:600";
+    box.appendChild(m.cap);
+    var row = el("div"); row.style.cssText = "display:flex;align-items:flex-start";
+    function column(side, labels) {
+      var col = el("div", { role: "group", "aria-label": side === "query" ? "queries" : "keys" });
+      col.style.cssText = "display:flex;flex-direction:column;flex:none;align-items:" +
+        (side === "query" ? "flex-end" : "flex-start");
+      var head = el("div", {}, side === "query" ? "queries" : "keys");
+      head.style.cssText = "height:22px;line-height:22px;font-size:12px;opacity:.8";
+      col.appendChild(head);
+      labels.forEach(function (s, i) {
+        var b = el("button", { type: "button", "aria-pressed": "false", tabindex: i ? "-1" : "0",
+          "aria-label": side + " " + s }, s);
+        b.style.cssText = "height:" + LINE_ROW + "px;min-width:32px;margin:0;padding:0 6px;" +
+          "border:1px solid transparent;border-radius:4px;background:transparent;color:inherit;" +
+          "font:inherit;font-size:13px;cursor:pointer;white-space:nowrap";
+        b.addEventListener("pointerdown", function (e) { m.pointer = e.pointerType !== "mouse"; });
+        b.addEventListener("pointerenter", function (e) { if (e.pointerType === "mouse") { m.hover = [side, i]; drawLines(m); } });
+        b.addEventListener("pointerleave", function (e) { if (e.pointerType === "mouse") { m.hover = null; drawLines(m); } });
+        b.addEventListener("focus", function () {
+          m.buttons[side].forEach(function (o) { o.tabIndex = o === b ? 0 : -1; }); // roving tab stop
+          if (!m.pointer) { m.hover = [side, i]; drawLines(m); } // a tap pins instead (click)
+        });
+        b.addEventListener("blur", function () { m.pointer = false; if (m.hover) { m.hover = null; drawLines(m); } });
+        b.addEventListener("click", function () {
+          m.pointer = false;
+          m.pinned = m.pinned && m.pinned[0] === side && m.pinned[1] === i ? null : [side, i];
+          drawLines(m);
+        });
+        b.addEventListener("keydown", function (e) {
+          var list = m.buttons[side], other = m.buttons[side === "query" ? "key" : "query"], to = null;
+          if (e.key === "ArrowDown") to = list[Math.min(list.length - 1, i + 1)];
+          else if (e.key === "ArrowUp") to = list[Math.max(0, i - 1)];
+          else if (e.key === "Home") to = list[0];
+          else if (e.key === "End") to = list[list.length - 1];
+          else if (e.key === "ArrowRight" && side === "query" || e.key === "ArrowLeft" && side === "key") to = other[Math.min(other.length - 1, i)];
+          else if (e.key === "Escape" && m.pinned) { m.pinned = null; drawLines(m); e.preventDefault(); return; }
+          if (to) { e.preventDefault(); to.focus(); }
+        });
+        m.buttons[side].push(b); col.appendChild(b);
+      });
+      return col;
+    }
+    m.left = column("query", d.rows);
+    m.canvas = el("canvas", { role: "img" });
+    m.canvas.style.cssText = "margin:22px 0 0;flex:none";
+    m.right = column("key", d.cols);
+    row.appendChild(m.left); row.appendChild(m.canvas); row.appendChild(m.right);
+    box.appendChild(row);
+    return m;
+  }
+
+  function drawLines(m) {
+    var start = performance.now(), d = m.d, t = m.t, h = m.head, w = d.grids[h];
+    var Lq = d.rows.length, Lk = d.cols.length, f = m.hover || m.pinned || m.base, drawn = [];
+    if (m.select) m.select.value = String(h);
+    ["query", "key"].forEach(function (side) {
+      m.buttons[side].forEach(function (b, i) {
+        var on = f && f[0] === side && f[1] === i, pin = m.pinned && m.pinned[0] === side && m.pinned[1] === i;
+        b.style.background = on ? (t.dark ? "rgba(255,166,87,.22)" : "rgba(194,78,0,.12)") : "transparent";
+        b.style.borderColor = on ? t.accent : "transparent";
+        b.setAttribute("aria-pressed", pin ? "true" : "false");
+      });
+    });
+    var room = (m.box.parentElement && m.box.parentElement.clientWidth) || 700;
+    var width = Math.max(80, Math.min(260, room - m.left.offsetWidth - m.right.offsetWidth - 8));
+    var height = Math.max(Lq, Lk) * LINE_ROW, ctx = setup(m.canvas, width, height), i, j;
+    function yq(i) { return (i + 0.5) * LINE_ROW; }
+    ctx.strokeStyle = t.bar; ctx.lineCap = "round";
+    for (i = 0; i < Lq; i++) {
+      if (f && f[0] === "query" && f[1] !== i) continue;
+      for (j = 0; j < Lk; j++) {
+        if (f && f[0] === "key" && f[1] !== j) continue;
+        var v = w[i][j] === null ? 0 : w[i][j], a = Math.max(0, Math.min(1, v));
+        drawn.push([i, j, round(v)]);
+        if (a <= 0) continue;
+        ctx.globalAlpha = a; ctx.lineWidth = 0.5 + 5 * a;
+        ctx.beginPath(); ctx.moveTo(2, yq(i)); ctx.lineTo(width - 2, yq(j)); ctx.stroke();
+      }
+    }
+    ctx.globalAlpha = 1; ctx.lineWidth = 1;
+    var head = d.titles ? d.titles[h] : "", who = f ? f[0] + " " + (f[0] === "query" ? d.rows : d.cols)[f[1]] : null;
+    m.cap.textContent = (d.caption || "") + (head && d.grids.length > 1 ? " (" + head + ")" : "") +
+      (who ? ": the lines of " + who : ": every query's lines");
+    var words;
+    if (f) {
+      words = who + ": " + drawn.map(function (l) { return (f[0] === "query" ? d.cols[l[1]] : d.rows[l[0]]) + " " + fmt(l[2]); }).join(", ");
+    } else {
+      words = "the strongest line of each query: " + w.map(function (r, i) {
+        var best = 0; r.forEach(function (x, j) { if (x > r[best]) best = j; });
+        return d.rows[i] + " to " + d.cols[best] + " " + fmt(r[best]);
+      }).join(", ");
+    }
+    m.canvas.setAttribute("aria-label", "Lines from queries (left) to keys (right), width and opacity the " +
+      (d.label || "attention weight") + (head ? ", " + head : "") + "; " + words + ".");
+    m.box.dataset.values = JSON.stringify({ head: h, focus: f ? { side: f[0], index: f[1],
+      label: (f[0] === "query" ? d.rows : d.cols)[f[1]] } : null, lines: drawn });
+    m.box.dataset.focusDraws = String(+(m.box.dataset.focusDraws || 0) + 1);
+    m.box.dataset.drawnAt = String(performance.now());
+    m.box.dataset.drawMs = String(+m.box.dataset.drawnAt - start);
+  }
+  var DOM_VIEWS = { lines: lines };
+
   // ---------------------------------------------------------------- in-page compute
   var COMPUTE = {};
   function decode(b64) { // base64 of little-endian float32 -> Float32Array
@@ -370,6 +513,7 @@
         if (e.hidden) return;
         if (CANVAS_VIEWS[v.kind]) e.setAttribute("aria-label", CANVAS_VIEWS[v.kind](e, d, t));
         else if (v.kind === "table") table(e, d);
+        else if (DOM_VIEWS[v.kind]) DOM_VIEWS[v.kind](e, d, t);
         else e.textContent = d.text;
       });
       readout.textContent = st.readout || ""; // announced when it changes (aria-live)
