@@ -36,7 +36,7 @@ CSS = """<style>
 .mha-live{font-family:sans-serif;font-size:14px;margin:.6em 0;color:inherit;max-width:100%}
 .mha-live .mha-note{border-left:4px solid #3b6ea5;padding:.4em .7em;margin:.3em 0 .6em;
  background:rgba(59,110,165,.08)}
-.mha-live .mha-controls{display:grid;grid-template-columns:repeat(auto-fill,minmax(16em,1fr));
+.mha-live .mha-controls{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(20em,100%),1fr));
  gap:.4em 1.2em;margin:.4em 0}
 .mha-live .mha-control{display:flex;align-items:center;gap:.5em;min-height:32px}
 .mha-live .mha-control label{min-width:7.5em}
@@ -142,12 +142,13 @@ def _numbers(x, digits=5):
 
 
 def heatmap(grids, rows, cols, *, titles=None, caption="", vmin=0.0, vmax=1.0, scale="viridis",
-            label="attention weight", numbers=False, marks=None, axes=None):
+            label="attention weight", numbers=False, marks=None, axes=None, digits=5):
     """Heatmaps on one colour scale: ``grids`` (H, Lq, Lk) (a tensor or nested lists; NaN drawn
     as a crossed grey cell), ``rows``/``cols`` token labels, ``titles`` one per heatmap,
     ``scale`` ``viridis`` or ``diverging``, ``numbers`` writes each value in its cell, ``marks``
-    ``[(h, i, j), ...]`` outlines cells, ``axes`` replaces the "rows: queries" line."""
-    grids = _numbers(grids)
+    ``[(h, i, j), ...]`` outlines cells, ``axes`` replaces the "rows: queries" line; values are
+    rounded to ``digits`` decimals."""
+    grids = _numbers(grids, digits)
     if len(grids) and not isinstance(grids[0][0], list):
         grids = [grids]  # one (Lq, Lk) grid
     d = {"grids": grids, "rows": [str(r) for r in rows], "cols": [str(c) for c in cols],

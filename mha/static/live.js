@@ -409,6 +409,60 @@
     return out;
   }
 
+
+  // chapter 07's explorer (mha.live.explorer): too many settings to list, so the page computes
+  // the weights from the queries and keys Python exported (split into heads, mask, temperature,
+  // softmax), the same arithmetic as mha.explore.explore_once
+  COMPUTE.explorer = function (v, data, changed, root) {
+    var memo = root.mhaMemo || (root.mhaMemo = { cache: {} }), src = data.sources[v.source];
+    var trained = src.kind !== "random", out = { options: {}, disabled: {}, set: {} };
+    function got(key, b64) { return memo.cache[key] || (memo.cache[key] = decode(b64)); }
+    ["num_heads", "num_kv_heads", "seq_len", "mask", "sentence"].forEach(function (n) { out.disabled[n] = trained; });
+    out.disabled.d_model = true;
+    if (changed === "source" && trained && data.sources[memo.lastSource || v.source].kind === "random") {
+      out.set.temperature = 1; // a trained source from the random layer: T = 1, the model as trained
+    }
+    memo.lastSource = v.source;
+    var offered = [1, 2, 4, 8, 16].map(function (h, i) { return v.num_heads % h === 0 ? i : -1; })
+      .filter(function (i) { return i >= 0; });
+    out.options.num_kv_heads = offered;
+    var T = v.temperature, seed = String(v.seed), q, k, o, tq, tk, titles, caption, counts, table;
+    if (!trained) {
+      var H = v.num_heads, Hkv = v.num_kv_heads, L = v.seq_len, Dh = data.d_model / H;
+      var key = seed + "|" + v.sentence, valid = Math.min(data.lengths[v.sentence], L);
+      if (H % Hkv) Hkv = H; // a moment before the options follow
+      q = got("q" + key, src.q[key]); k = got("k" + key + Hkv * Dh, src.k[key + "|" + (Hkv * Dh)]);
+      tq = tk = data.tokens[v.sentence].slice(0, L);
+      o = { H: H, Hkv: Hkv, Dh: Dh, Lq: L, Lk: L, qStride: data.d_model, kStride: Hkv * Dh, T: T,
+        allowed: v.mask === "causal" ? function (i, j) { return j <= i; }
+          : v.mask === "padding" ? function (i, j) { return j < valid; } : function () { return true; } };
+      titles = [];
+      for (var h = 0; h < H; h++) titles.push("head " + h + (Hkv < H ? " (kv " + Math.floor(h / (H / Hkv)) + ")" : ""));
+      caption = H + " heads" + (Hkv < H ? ", " + Hkv + " key/value heads" : "") + ", d_model = " + data.d_model +
+        ", T = " + T.toFixed(2) + ", mask: " + v.mask + ", seed " + seed;
+      var c = data.counts[H + "," + Hkv + "," + L];
+      counts = "d_head = " + Dh + ", parameters " + c[0].toLocaleString("en") + ", FLOPs " +
+        c[1].toLocaleString("en") + ", KV cache values " + c[2].toLocaleString("en");
+      table = null;
+    } else {
+      var view = src.views[seed];
+      q = got("q" + v.source + seed, view.q); k = got("k" + v.source + seed, view.k);
+      tq = view.tokens_q; tk = view.tokens_k;
+      o = { H: src.H, Hkv: src.H, Dh: src.Dh, Lq: tq.length, Lk: tk.length, qStride: src.H * src.Dh,
+        kStride: src.H * src.Dh, T: T, allowed: src.causal ? function (i, j) { return j <= i; } : function () { return true; } };
+      titles = src.titles; caption = v.source + " (trained), input sample " + seed + ", T = " + T.toFixed(2);
+      counts = src.note; table = src.table;
+    }
+    return {
+      views: { counts: { text: counts }, table: table,
+        heads: { grids: attention(q, k, o), rows: tq, cols: tk, titles: titles, caption: caption,
+          vmin: 0, vmax: 1, scale: "viridis", label: "attention weight" } },
+      readout: caption + ".", options: out.options, disabled: out.disabled, set: out.set,
+      state: { source: v.source, seed: Number(seed), temperature: T, num_heads: trained ? src.H : v.num_heads,
+        num_kv_heads: trained ? src.H : o.Hkv, seq_len: tq.length,
+        mask_kind: trained ? (src.causal ? "causal" : "none") : v.mask, sentence: v.sentence } };
+  };
+
   // ---------------------------------------------------------------- controls
   function el(tag, attrs, text) {
     var e = document.createElement(tag);
@@ -487,12 +541,15 @@
         sel.value = String(pick === undefined ? offered[0] : pick);
       });
       Object.keys(st.disabled || {}).forEach(function (name) { ctl[name].input.disabled = st.disabled[name]; });
+      Object.keys(st.set || {}).forEach(function (name) { // set a control to the value given
+        var i = ctl[name].spec.values.indexOf(st.set[name]); if (i >= 0) ctl[name].input.value = String(i);
+      });
     }
 
     function state(changed) {
       if (spec.compute) {
         var f = COMPUTE[spec.compute], st = f(values(), spec.data, changed, root);
-        if (st.options || st.disabled) { apply(st); st = f(values(), spec.data, changed, root); }
+        if (st.options || st.disabled || st.set) { apply(st); st = f(values(), spec.data, null, root); }
         return st;
       }
       var key = spec.controls.map(function (c) { return index(c.name); }).join(",");
