@@ -201,7 +201,7 @@ def test_unknown_source_is_a_message_and_a_value_error():
 def test_static_html_labels_every_control_and_greys_out_what_needs_python(data):
     fig = webview.explorer_figure(widgets.DEFAULTS, data)
     controls = fig.spec()["controls"]
-    assert len(controls) == 9 and all(c["label"] for c in controls)
+    assert len(controls) == 10 and all(c["label"] for c in controls)  # 9 knobs + view
     assert [c["name"] for c in controls if c["disabled"]] == ["d_model"]
     html_text = fig.html()
     assert "no kernel" in html_text and "Colab" in html_text

@@ -204,6 +204,8 @@ def explorer_figure(knobs, data=None):
         select("mask", "mask", list(explore.MASK_KINDS), k["mask_kind"]),
         slider("seed", "seed", list(STATIC_SEEDS), min(k["seed"], STATIC_SEEDS[-1])),
         select("sentence", "sentence", list(explore.EXAMPLE_SENTENCES), k["sentence"]),
+        select("view", "view", ["heatmaps", "lines"], "heatmaps",
+               labels=["heatmaps, every head", "lines, one head"]),
     ]
     controls[1].disabled = True  # d_model: fixed in the page
     controls[5].labels = [f"{t:.2f}" for t in controls[5].values]
@@ -215,8 +217,10 @@ def explorer_figure(knobs, data=None):
             f"{STATIC_SEEDS[-1]} and your own attention function: open this chapter in Colab "
             "or Binder (the rocket button at the top) or run it in Jupyter to turn every knob. "
             "num_kv_heads offers only divisors of num_heads; a trained source fixes its own "
-            f"size, mask and inputs ({len(TRAINED_SOURCES)} trained layers from chapter 08).")
+            f"size, mask and inputs ({len(TRAINED_SOURCES)} trained layers from chapter 08). "
+            "<b>view</b> switches between every head's heatmap and one head as lines (pick the "
+            "head; focus, hover or tap a token to see only its lines).")
     return Figure(name="explorer", title="The attention explorer", controls=controls,
                   views=[View("counts", "text"), View("heads", "heatmap"),
-                         View("table", "table")],
+                         View("lines", "lines"), View("table", "table")],
                   compute="explorer", data=data, note=note)

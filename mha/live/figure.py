@@ -4,8 +4,9 @@ A figure is declared in Python and drawn by one front end, ``mha/static/live.js`
 
 * **controls** (``slider``, ``select``, ``toggle``, ``steps``): each offers a list of values and
   starts at one of them;
-* **views** (``View(name, kind)``, kind ``heatmap``, ``bars``, ``plot``, ``table`` or ``text``): the
-  pictures, whose data each state gives (build it with ``heatmap``, ``bars``, ``plot``, ``table``);
+* **views** (``View(name, kind)``, kind ``heatmap``, ``bars``, ``plot``, ``table``, ``text`` or
+  ``lines``): the pictures, whose data each state gives (build it with ``heatmap``, ``bars``,
+  ``plot``, ``table``, ``lines``: one head as lines between its query and key tokens);
 * **states**: ``state_fn(**values)`` is called for every combination of the controls' values when
   the figure is made, with the package's own functions, so the page only looks a state up and
   draws it: what the page draws is what the package computed. (A figure with too many states to
@@ -49,6 +50,7 @@ CSS = """<style>
 .mha-live :disabled{opacity:.5;cursor:not-allowed}
 .mha-live .mha-readout{margin:.3em 0;min-height:1.4em;font-weight:600}
 .mha-live canvas{display:block;max-width:100%;height:auto;margin:.3em 0}
+.mha-live [hidden]{display:none!important}
 .mha-live .mha-views{display:flex;flex-wrap:wrap;gap:.4em 1.5em;align-items:flex-start;
  overflow-x:auto}
 .mha-live table{border-collapse:collapse;font-size:13px;margin:.4em 0}

@@ -287,7 +287,7 @@
       col.appendChild(head);
       labels.forEach(function (s, i) {
         var b = el("button", { type: "button", "aria-pressed": "false", tabindex: i ? "-1" : "0",
-          "aria-label": side + " " + s }, s);
+          "aria-label": side + " " + i + ": " + s }, s);
         b.style.cssText = "height:" + LINE_ROW + "px;min-width:32px;margin:0;padding:0 6px;" +
           "border:1px solid transparent;border-radius:4px;background:transparent;color:inherit;" +
           "font:inherit;font-size:13px;cursor:pointer;white-space:nowrap";
@@ -462,6 +462,19 @@
         num_kv_heads: trained ? src.H : o.Hkv, seq_len: tq.length,
         mask_kind: trained ? (src.causal ? "causal" : "none") : v.mask, sentence: v.sentence } };
   };
+
+  // the explorer's second view, one head as lines (mha.live.explorer's "view" control picks the
+  // heatmaps or the lines of the same weights; the lines view has its own head picker)
+  COMPUTE.explorer = (function (heatmaps) {
+    return function (v, data, changed, root) {
+      var st = heatmaps(v, data, changed, root), asLines = v.view === "lines", w = st.views.heads;
+      st.views.lines = asLines ? { grids: w.grids, rows: w.rows, cols: w.cols, titles: w.titles,
+        head: 0, focus: null, caption: w.caption, label: w.label } : null;
+      if (asLines) st.views.heads = null;
+      if (v.view !== undefined) st.state.view = v.view;
+      return st;
+    };
+  })(COMPUTE.explorer);
 
   // ---------------------------------------------------------------- controls
   function el(tag, attrs, text) {

@@ -74,6 +74,7 @@ def check_state(root):
     got = lines_drawn(root)
     if v["query"] is None:  # every line: the whole matrix
         assert got["focus"] is None and len(got["lines"]) == 16 * 16
+        assert root.locator('canvas[data-view="row"]').is_hidden()  # no query: no bars
         assert same([x for _, _, x in got["lines"]], weights_of(v).flatten().tolist())
     else:
         check_focus(root, "query", v["query"])
@@ -82,7 +83,7 @@ def check_state(root):
 
 
 def token(root, side, index):
-    return root.locator(f'[data-view="lines"] button[aria-label^="{side} {index} "]')
+    return root.locator(f'[data-view="lines"] button[aria-label^="{side} {index}:"]')
 
 
 def focus_draws(root):
