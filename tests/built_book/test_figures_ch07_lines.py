@@ -4,14 +4,15 @@ The "view" control switches the explorer from every head's heatmap to one head's
 weights, from the same in-page compute); the lines view's head picker picks the head, and a
 focused query token shows exactly that query's lines, whose weights equal ``explore_once``'s
 row for that head (to 1e-3); switching back shows the heatmaps again. axe-core finds nothing in
-the lines view in light or dark mode.
+the lines view in light or dark mode. On the built book: the same on chapter 07's page, offline.
 """
 
 import json
+from urllib.parse import urlparse
 
 import pytest
 import torch
-from live_figures import axe_violations, press, show, values
+from live_figures import axe_violations, press, root_of, show, values, wait_drawn
 
 from mha import explore
 from mha.live import explorer as live_explorer
@@ -97,3 +98,30 @@ def test_the_lines_view_passes_axe(page, figure, dark):
     root.locator('[data-view="lines"] button[aria-label^="key "]').nth(2).click()
     problems = axe_violations(page, '.mha-live [data-view="lines"]')
     assert not problems, f"{'dark' if dark else 'light'}: {problems}"
+
+
+def test_chapter_07_lines_view_in_the_built_book(page, book_url):
+    origin = urlparse(book_url).netloc
+    outside = []
+
+    def route(r):
+        if urlparse(r.request.url).netloc == origin or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(f"{book_url}/chapters/07_attention_explorer.html", wait_until="load")
+    root = root_of(page, "explorer")
+    wait_drawn(page, root)
+    root.scroll_into_view_if_needed()
+    to_lines(page, root)
+    w = expected(values(root))
+    root.locator('[data-view="lines"] button[aria-label^="query "]').nth(2).focus()
+    got = lines_drawn(root)
+    assert got["focus"]["index"] == 2 and got["head"] == 0
+    torch.testing.assert_close(torch.tensor([x for _, _, x in got["lines"]]), w[0, 2],
+                               atol=1e-3, rtol=0)
+    assert not page.errors, page.errors
+    assert not outside, outside
