@@ -3,8 +3,8 @@
 Without a build: the figure alone in a blank page. Stepping through the queries from the
 keyboard shows exactly the current query's lines, whose weights equal the row of the weights
 ``mha.record_attention`` recorded (to 1e-3), and the bars the same row; focusing a token (Tab,
-arrow keys) shows exactly that token's lines (a query: its row, a key: its column); a click pins
-them; the head and sequence pickers change the picture. axe-core finds nothing in light or dark
+arrow keys) or a mouse over it shows exactly that token's lines (a query: its row, a key: its
+column); a click pins them; the head and sequence pickers change the picture. axe-core finds nothing in light or dark
 mode; at 390 x 844 with touch a tap on a token pins its lines and nothing is wider than the
 screen. On the built book: the same on chapter 08's page, offline.
 """
@@ -166,6 +166,11 @@ def test_a_focused_token_shows_exactly_its_lines(page):
     token(root, "key", 3).focus()
     check_focus(root, "key", 3)
     root.locator('[data-knob="head"]').focus()
+    check_focus(root, "query", 0)
+    # a mouse over a token shows its lines while it stays there
+    token(root, "key", 9).hover()
+    check_focus(root, "key", 9)
+    page.mouse.move(1, 1)
     check_focus(root, "query", 0)
     ms = [float(root.locator('[data-view="lines"]').get_attribute("data-draw-ms"))]
     print(f"\nchapter 08 lines, token focus: key press to picture {timing(times)}; "
