@@ -1,8 +1,9 @@
 """mha: multi-head attention, from one head to many (the package behind the book).
 
-Everything public is importable from here; ``mha.viz``, ``mha.widgets``, ``mha.counts``,
-``mha.sources``, ``mha.exercises``, ``mha.tiny``, ``mha.tasks``, ``mha.train``, ``mha.patterns``,
-``mha.configs``, ``mha.decode`` and ``mha.positions`` are imported on first use, so
+Everything public is importable from here; ``mha.viz``, ``mha.widgets``, ``mha.live``,
+``mha.explore``, ``mha.counts``, ``mha.sources``, ``mha.exercises``, ``mha.tiny``, ``mha.tasks``,
+``mha.train``, ``mha.patterns``, ``mha.configs``, ``mha.decode`` and ``mha.positions`` are
+imported on first use, so
 ``import mha`` needs only torch.
 """
 
@@ -58,7 +59,7 @@ __all__ = [
 ]
 
 _LAZY = ("viz", "widgets", "counts", "sources", "exercises", "tiny", "tasks", "train", "patterns",
-         "configs", "decode", "positions")
+         "configs", "decode", "positions", "live", "explore")
 
 
 def __getattr__(name):

@@ -1,21 +1,21 @@
-"""The explorer's export for the built book (mha.webview) and its trained source (mha.sources).
+"""The explorer's export for the built book (mha.live.explorer) and its trained source (mha.sources).
 
 Round trip: the data the page receives, put through the page's arithmetic (reimplemented here in
-numpy, line for line as in mha/static/explorer.js: split into heads, mask, scores / (sqrt(Dh) T),
+numpy, line for line as in mha/static/live.js's explorer compute: split into heads, mask, scores / (sqrt(Dh) T),
 softmax), equals ``explore_once`` for the same knobs. The same page code runs in Chromium in
 tests/built_book/test_explorer_page.py.
 """
 
 import base64
 import json
-import re
 
 import numpy as np
 import pytest
 import torch
 
 import mha
-from mha import sources, webview, widgets
+from mha import sources, widgets
+from mha.live import explorer as webview
 
 
 def decode(b64):
@@ -23,7 +23,7 @@ def decode(b64):
 
 
 def page_attention(q, k, H, Hkv, Dh, Lq, Lk, q_stride, k_stride, T, allowed):
-    """explorer.js ``attention``: weights (H, Lq, Lk) in float64."""
+    """live.js ``attention``: weights (H, Lq, Lk) in float64."""
     q = q.astype(np.float64).reshape(-1, q_stride)[:Lq]
     k = k.astype(np.float64).reshape(-1, k_stride)[:Lk]
     out = np.zeros((H, Lq, Lk))
@@ -38,7 +38,7 @@ def page_attention(q, k, H, Hkv, Dh, Lq, Lk, q_stride, k_stride, T, allowed):
 
 
 def page_random(data, num_heads, num_kv_heads, seq_len, temperature, mask_kind, seed, sentence):
-    """explorer.js ``updateHeads`` for the random layer."""
+    """live.js ``COMPUTE.explorer`` for the random layer."""
     D = data["d_model"]
     Dh, L = D // num_heads, seq_len
     src = data["sources"]["random layer"]
@@ -199,14 +199,15 @@ def test_unknown_source_is_a_message_and_a_value_error():
 # ----------------------------------------------------------------------------- the HTML
 
 def test_static_html_labels_every_control_and_greys_out_what_needs_python(data):
-    html_text = webview.explorer_html(widgets.DEFAULTS, data)
-    controls = re.findall(r"<(?:select|input)[^>]*>", html_text)
-    assert len(controls) == 9 and all("aria-label=" in c for c in controls)
-    d_model = next(c for c in controls if 'data-knob="d_model"' in c)
-    assert "disabled" in d_model
+    fig = webview.explorer_figure(widgets.DEFAULTS, data)
+    controls = fig.spec()["controls"]
+    assert len(controls) == 10 and all(c["label"] for c in controls)  # 9 knobs + view
+    assert [c["name"] for c in controls if c["disabled"]] == ["d_model"]
+    html_text = fig.html()
     assert "no kernel" in html_text and "Colab" in html_text
     assert "https://" not in html_text and "http://" not in html_text  # nothing from outside
-    assert html_text.count('class="mha-data"') == 1 and "window.mhaViz" in html_text
+    assert html_text.count('<script type="application/json" class="mha-spec">') == 1
+    assert "window.mhaLive = " in html_text
 
 
 def test_display_publishes_the_widget_and_the_static_html():
@@ -219,15 +220,17 @@ def test_display_publishes_the_widget_and_the_static_html():
     shell.display_pub.publish = lambda data, *a, **kw: published.append(data)
     try:
         widgets.explorer(seed=2)._ipython_display_()
-        widgets.temperature_bars([2.0, 1.0, 0.0], ["a", "b", "c"], value=0.5)._ipython_display_()
     finally:
         shell.display_pub.publish = original
-    assert len(published) == 2
-    for bundle in published:
-        assert {"text/plain", "text/html", widgets.WIDGET_VIEW} <= set(bundle)
-        assert bundle[widgets.WIDGET_VIEW]["model_id"]
-    assert 'data-mha="explorer"' in published[0]["text/html"]
-    assert 'data-mha="bars"' in published[1]["text/html"]
+    (bundle,) = published
+    assert {"text/plain", "text/html", widgets.WIDGET_VIEW} <= set(bundle)
+    assert bundle[widgets.WIDGET_VIEW]["model_id"]
+    assert 'data-figure="explorer"' in bundle["text/html"]
+    # chapter 01's slider needs no kernel anywhere: one HTML output, no widget
+    bars, _ = shell.display_formatter.format(
+        widgets.temperature_bars([2.0, 1.0, 0.0], ["a", "b", "c"], value=0.5))
+    assert 'data-figure="temperature-bars"' in bars["text/html"]
+    assert widgets.WIDGET_VIEW not in bars
 
 
 def test_frozen_html_for_a_readers_function():
@@ -238,15 +241,21 @@ def test_frozen_html_for_a_readers_function():
         return w @ value, w
 
     html_text = widgets.explorer(attention_fn=uniform).static_html()
-    assert "Needs a live kernel" in html_text and "data-knob=" not in html_text  # no dead controls
+    assert "Needs a live kernel" in html_text and '"controls":[]' in html_text  # no dead controls
     assert "mha-live" in html_text
 
 
 def test_temperature_bars_weights_and_checks():
-    pytest.importorskip("ipywidgets", reason="the slider needs ipywidgets")
-    bars = widgets.temperature_bars([2.0, 1.6, 0.0], ["Michael", "Bay", "as"], value=1.0)
-    torch.testing.assert_close(bars.weights(), torch.softmax(torch.tensor([2.0, 1.6, 0.0]), -1))
-    bars.slider.value = 0.05
-    assert bars.redraws == 2 and bars.weights()[0] > 0.99
+    scores = torch.tensor([2.0, 1.6, 0.0])
+    bars = widgets.temperature_bars(scores, ["Michael", "Bay", "as"], value=1.0)
+    grid = bars.controls[0].values
+    assert 1.0 in grid and 0.5 in grid and 2.0 in grid and grid[0] < 0.012 and grid[-1] > 90
+    for T in (grid[0], 0.5, 1.0, grid[-1]):
+        drawn = bars.state(temperature=T)["views"]["weights"]["values"]
+        torch.testing.assert_close(torch.tensor(drawn), torch.softmax(scores / T, -1),
+                                   atol=1e-5, rtol=0)
+    assert bars.state(temperature=grid[0])["views"]["weights"]["values"][0] > 0.99
     with pytest.raises(ValueError, match="tokens"):
         widgets.temperature_bars([1.0, 2.0], ["a"])
+    with pytest.raises(ValueError, match="value"):
+        widgets.temperature_bars([1.0, 2.0], ["a", "b"], value=0)

@@ -189,7 +189,7 @@ def uniform_attention(query, key, value, mask):
 def test_reader_attention_fn_drives_the_explorer():
     r = widgets.explore_once(attention_fn=uniform_attention)
     assert r.ok
-    assert widgets.payload(r)["caption"].startswith("attention_fn = uniform_attention: ")
+    assert widgets.payload(r)["heads"]["caption"].startswith("attention_fn = uniform_attention: ")
     torch.testing.assert_close(r.weights, torch.full((8, 12, 12), 1 / 12))
 
 
@@ -223,15 +223,22 @@ def test_broken_attention_fn_gives_a_message():
 # ----------------------------------------------------------------------------- the widget
 
 def _drawn(ex):
-    """The payload the front end draws, read back from the view's one HTML output."""
+    """What the front end draws, read back from the view's one HTML output (the figure's spec,
+    see mha.live.figure): the heatmaps' weights, labels and titles and the table."""
     import json
     import re
 
     (out,) = ex.view.outputs
     html_text = out["data"]["text/html"]
-    found = re.search(r'<script type="application/json" class="mha-data">(.*?)</script>',
+    found = re.search(r'<script type="application/json" class="mha-spec">(.*?)</script>',
                       html_text, re.S)
-    return json.loads(found.group(1).replace("<\\/", "</")) if found else html_text
+    if not found:
+        return html_text
+    spec = json.loads(found.group(1).replace("<\\/", "</"))
+    (state,) = spec["states"].values()  # no controls: one state
+    heads, table = (spec["pool"][state["views"][v]] for v in ("heads", "table"))
+    return {"weights": heads["grids"], "tokens_q": heads["rows"], "tokens_k": heads["cols"],
+            "titles": heads["titles"], "caption": heads["caption"], "table": table}
 
 
 def test_widget_builds_headless_and_recomputes_on_change():
@@ -293,7 +300,7 @@ def test_widget_trained_source_and_message_once():
 
     ex = widgets.explorer(attention_fn=broken)
     assert not ex.result.ok and ex.counts.value == ""
-    assert "RuntimeError: oops" in _drawn(ex) and "mha-data" not in _drawn(ex)
+    assert "RuntimeError: oops" in _drawn(ex) and "mha-spec" not in _drawn(ex)
 
 
 def test_widget_with_reader_function_and_initial_knobs():

@@ -2,11 +2,15 @@
 
 A figure is shown by calling its function in a cell, e.g. ``mha.live.dk_softmax()``: one HTML
 output that works in the built book without a kernel and in every Jupyter front end. One line per
-chapter below (CONTRIBUTING.md: "How to add a live figure").
+chapter below (CONTRIBUTING.md: "How to add a live figure"). Chapter 07's explorer, which also
+has Jupyter controls that recompute with Python, is ``mha.widgets.explorer``.
 """
 
+from .ch01 import temperature_bars  # noqa: F401
 from .ch02 import dk_softmax, mask_builder  # noqa: F401
 from .ch03 import shared_vs_separate  # noqa: F401
+from .ch08 import trained_head_lines  # noqa: F401
+from .ch09 import head_switches  # noqa: F401
 from .ch10 import decode_steps, kv_cache_size  # noqa: F401
 from .ch11 import rope_rotation  # noqa: F401
 from .ch12 import online_softmax  # noqa: F401

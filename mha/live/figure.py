@@ -4,8 +4,9 @@ A figure is declared in Python and drawn by one front end, ``mha/static/live.js`
 
 * **controls** (``slider``, ``select``, ``toggle``, ``steps``): each offers a list of values and
   starts at one of them;
-* **views** (``View(name, kind)``, kind ``heatmap``, ``bars``, ``plot``, ``table`` or ``text``): the
-  pictures, whose data each state gives (build it with ``heatmap``, ``bars``, ``plot``, ``table``);
+* **views** (``View(name, kind)``, kind ``heatmap``, ``bars``, ``plot``, ``table``, ``text`` or
+  ``lines``): the pictures, whose data each state gives (build it with ``heatmap``, ``bars``,
+  ``plot``, ``table``, ``lines``: one head as lines between its query and key tokens);
 * **states**: ``state_fn(**values)`` is called for every combination of the controls' values when
   the figure is made, with the package's own functions, so the page only looks a state up and
   draws it: what the page draws is what the package computed. (A figure with too many states to
@@ -24,19 +25,19 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["Control", "Figure", "View", "bars", "heatmap", "plot", "select", "slider", "steps",
-           "table", "toggle"]
+__all__ = ["Control", "Figure", "View", "bars", "heatmap", "lines", "plot", "select", "slider",
+           "steps", "table", "toggle"]
 
 JS = Path(__file__).resolve().parents[1] / "static" / "live.js"
 CONTROL_KINDS = ("range", "select", "toggle", "step")
-VIEW_KINDS = ("heatmap", "bars", "plot", "table", "text")
+VIEW_KINDS = ("heatmap", "bars", "plot", "table", "text", "lines")
 MAX_STATES = 5000
 
 CSS = """<style>
 .mha-live{font-family:sans-serif;font-size:14px;margin:.6em 0;color:inherit;max-width:100%}
 .mha-live .mha-note{border-left:4px solid #3b6ea5;padding:.4em .7em;margin:.3em 0 .6em;
  background:rgba(59,110,165,.08)}
-.mha-live .mha-controls{display:grid;grid-template-columns:repeat(auto-fill,minmax(16em,1fr));
+.mha-live .mha-controls{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(20em,100%),1fr));
  gap:.4em 1.2em;margin:.4em 0}
 .mha-live .mha-control{display:flex;align-items:center;gap:.5em;min-height:32px}
 .mha-live .mha-control label{min-width:7.5em}
@@ -49,6 +50,7 @@ CSS = """<style>
 .mha-live :disabled{opacity:.5;cursor:not-allowed}
 .mha-live .mha-readout{margin:.3em 0;min-height:1.4em;font-weight:600}
 .mha-live canvas{display:block;max-width:100%;height:auto;margin:.3em 0}
+.mha-live [hidden]{display:none!important}
 .mha-live .mha-views{display:flex;flex-wrap:wrap;gap:.4em 1.5em;align-items:flex-start;
  overflow-x:auto}
 .mha-live table{border-collapse:collapse;font-size:13px;margin:.4em 0}
@@ -142,12 +144,13 @@ def _numbers(x, digits=5):
 
 
 def heatmap(grids, rows, cols, *, titles=None, caption="", vmin=0.0, vmax=1.0, scale="viridis",
-            label="attention weight", numbers=False, marks=None, axes=None):
+            label="attention weight", numbers=False, marks=None, axes=None, digits=5):
     """Heatmaps on one colour scale: ``grids`` (H, Lq, Lk) (a tensor or nested lists; NaN drawn
     as a crossed grey cell), ``rows``/``cols`` token labels, ``titles`` one per heatmap,
     ``scale`` ``viridis`` or ``diverging``, ``numbers`` writes each value in its cell, ``marks``
-    ``[(h, i, j), ...]`` outlines cells, ``axes`` replaces the "rows: queries" line."""
-    grids = _numbers(grids)
+    ``[(h, i, j), ...]`` outlines cells, ``axes`` replaces the "rows: queries" line; values are
+    rounded to ``digits`` decimals."""
+    grids = _numbers(grids, digits)
     if len(grids) and not isinstance(grids[0][0], list):
         grids = [grids]  # one (Lq, Lk) grid
     d = {"grids": grids, "rows": [str(r) for r in rows], "cols": [str(c) for c in cols],
@@ -183,6 +186,53 @@ def plot(x, series, *, caption="", x_label="", y_label="", y_min=None, y_max=Non
 def table(columns, rows, caption=""):
     """A small table: ``rows`` are ``[row label, value, ...]`` under ``columns``."""
     return {"columns": list(columns), "rows": [list(r) for r in rows], "caption": caption}
+
+
+# ----------------------------------------------------------------------------- lines view
+# One head as lines (in the manner of bertviz's head view): queries in a left column, keys in a
+# right one, a line for every query-key pair, its width and opacity the weight. In the page each
+# token is a button: focusing or hovering it (or tapping it, which pins it) shows only its lines.
+
+def lines(weights, query_labels, key_labels, *, titles=None, head=0, focus=None,
+          focus_from=None, caption="", label="attention weight"):
+    """Data of a ``lines`` view: ``weights`` (H, Lq, Lk) or (Lq, Lk), rows summing to 1 (or 0);
+    ``titles`` one per head (with H > 1 the view has its own head picker, starting at ``head``);
+    ``focus`` ``("query", i)`` or ``("key", j)``: the token whose lines alone are drawn at first
+    (None: every line); ``focus_from`` ``(control name, [query index or None per value])``: the
+    focused query follows that control (e.g. a ``steps`` control through the queries), so the
+    states that differ only in it share one copy of the weights."""
+    grids = _numbers(weights)
+    if not isinstance(grids, list) or not grids or not isinstance(grids[0], list):
+        raise ValueError(f"weights must be (H, Lq, Lk) or (Lq, Lk); got {weights!r:.80}")
+    if not isinstance(grids[0][0], list):
+        grids = [grids]  # one head
+    H, Lq, Lk = len(grids), len(grids[0]), len(grids[0][0])
+    if any(len(g) != Lq or any(len(r) != Lk for r in g) for g in grids):
+        raise ValueError("weights must be a regular (H, Lq, Lk) array; got ragged rows")
+    if len(query_labels) != Lq or len(key_labels) != Lk:
+        raise ValueError(f"query_labels and key_labels must have Lq = {Lq} and Lk = {Lk} "
+                         f"entries; got {len(query_labels)} and {len(key_labels)}")
+    if titles is not None and len(titles) != H:
+        raise ValueError(f"titles must have one entry per head ({H}); got {len(titles)}")
+    if not (isinstance(head, int) and 0 <= head < H):
+        raise ValueError(f"head must be an int in 0..{H - 1}; got {head!r}")
+    if focus is not None:
+        side, index = focus
+        size = Lq if side == "query" else Lk if side == "key" else None
+        if size is None or not (isinstance(index, int) and 0 <= index < size):
+            raise ValueError(f"focus must be ('query', 0..{Lq - 1}) or ('key', 0..{Lk - 1}) "
+                             f"or None; got {focus!r}")
+    d = {"grids": grids, "rows": [str(r) for r in query_labels],
+         "cols": [str(c) for c in key_labels], "titles": titles, "head": head,
+         "focus": list(focus) if focus else None, "caption": caption, "label": label}
+    if focus_from is not None:
+        knob, queries = focus_from
+        bad = [q for q in queries if q is not None and not (isinstance(q, int) and 0 <= q < Lq)]
+        if not isinstance(knob, str) or bad:
+            raise ValueError(f"focus_from must be (control name, [query index in 0..{Lq - 1} "
+                             f"or None per value]); got {focus_from!r:.120}")
+        d["focus_from"] = {"knob": knob, "queries": list(queries)}
+    return d
 
 
 # ----------------------------------------------------------------------------- the figure

@@ -7,7 +7,7 @@
  *
  * spec = {name, title, note, controls: [{name, label, kind: range|select|toggle|step, values,
  *         labels, value (an index), disabled}], views: [{name, kind: heatmap|bars|plot|table|
- *         text, label}], states: {"i,j,...": state} | compute: NAME, data}
+ *         text|lines, label}], states: {"i,j,...": state} | compute: NAME, data}
  * state = {views: {NAME: data}, readout: "what the picture shows", state: {...}, disabled:
  *          {control: bool}, options: {control: [indices offered]}}; with listed states a
  *          view's data is an index into spec.pool (each distinct picture stored once)
@@ -281,6 +281,148 @@
     }).join("; ") + ".";
   }
   CANVAS_VIEWS.arrows = arrows;
+  // ---------------------------------------------------------------- lines view (one head)
+  // lines: d = {grids (H, Lq, Lk), rows (query labels), cols (key labels), titles, head (the
+  //   head shown first), focus ([side, index] or null), focus_from ({knob, queries: [query
+  //   index or null per value of that control]}), caption, label}. In the manner of bertviz's
+  //   head view: queries in a left column, keys in a right one, a line for every pair whose
+  //   width and opacity are the weight. Every token is a button: keyboard focus or a mouse over
+  //   it shows only its lines, a click or tap pins them (aria-pressed; Escape unpins), arrow
+  //   keys move between tokens (one tab stop per column). With H > 1 a select picks the head.
+  //   The view's element carries data-values = {head, focus: {side, index, label} | null,
+  //   lines: [[query, key, weight], ...] (every line drawn)}, data-focus-draws (its own redraws),
+  //   data-drawn-at and data-draw-ms; its canvas an aria-label saying what it draws.
+  var LINE_ROW = 26;
+  function lines(box, d, t) {
+    var shape = JSON.stringify([d.rows, d.cols, d.titles, d.grids.length]), m = box.mhaLines;
+    if (!m || m.shape !== shape) m = box.mhaLines = buildLines(box, d, shape);
+    var base = d.focus || null, f = d.focus_from, root = box.closest(".mha-live");
+    var knob = f && root && root.querySelector('[data-knob="' + f.knob + '"]');
+    if (knob) { var q = f.queries[Number(knob.value)]; base = q === null || q === undefined ? null : ["query", q]; }
+    if (JSON.stringify(base) !== JSON.stringify(m.base)) m.pinned = null; // a new step: unpin
+    if (m.d && m.d.head !== d.head) m.head = d.head || 0;
+    m.d = d; m.t = t; m.base = base;
+    drawLines(m);
+  }
+
+  function buildLines(box, d, shape) {
+    var m = { shape: shape, box: box, head: d.head || 0, pinned: null, hover: null, base: null,
+      pointer: false, buttons: { query: [], key: [] } };
+    box.textContent = "";
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "lines view: " + (d.caption || "one head") +
+      "; tokens are buttons: focus one to see only its lines");
+    if (d.grids.length > 1) { // the head picker
+      var id = "mha-lines-" + (++counter), wrap = el("div", { "class": "mha-control" });
+      var sel = el("select", { id: id });
+      wrap.appendChild(el("label", { "for": id }, "head"));
+      d.grids.forEach(function (g, h) { sel.appendChild(el("option", { value: String(h) }, d.titles ? d.titles[h] : "head " + h)); });
+      sel.value = String(m.head);
+      sel.addEventListener("change", function () { m.head = Number(sel.value); drawLines(m); });
+      wrap.appendChild(sel); box.appendChild(wrap); m.select = sel;
+    }
+    m.cap = el("p"); m.cap.style.cssText = "margin:.2em 0;font-weight:600";
+    box.appendChild(m.cap);
+    var row = el("div"); row.style.cssText = "display:flex;align-items:flex-start";
+    function column(side, labels) {
+      var col = el("div", { role: "group", "aria-label": side === "query" ? "queries" : "keys" });
+      col.style.cssText = "display:flex;flex-direction:column;flex:none;align-items:" +
+        (side === "query" ? "flex-end" : "flex-start");
+      var head = el("div", {}, side === "query" ? "queries" : "keys");
+      head.style.cssText = "height:22px;line-height:22px;font-size:12px;opacity:.8";
+      col.appendChild(head);
+      labels.forEach(function (s, i) {
+        var b = el("button", { type: "button", "aria-pressed": "false", tabindex: i ? "-1" : "0",
+          "aria-label": side + " " + i + ": " + s }, s);
+        b.style.cssText = "height:" + LINE_ROW + "px;min-width:32px;margin:0;padding:0 6px;" +
+          "border:1px solid transparent;border-radius:4px;background:transparent;color:inherit;" +
+          "font:inherit;font-size:13px;cursor:pointer;white-space:nowrap";
+        b.addEventListener("pointerdown", function (e) { m.pointer = e.pointerType !== "mouse"; });
+        b.addEventListener("pointerenter", function (e) { if (e.pointerType === "mouse") { m.hover = [side, i]; drawLines(m); } });
+        b.addEventListener("pointerleave", function (e) { if (e.pointerType === "mouse") { m.hover = null; drawLines(m); } });
+        b.addEventListener("focus", function () {
+          m.buttons[side].forEach(function (o) { o.tabIndex = o === b ? 0 : -1; }); // roving tab stop
+          if (!m.pointer) { m.hover = [side, i]; drawLines(m); } // a tap pins instead (click)
+        });
+        b.addEventListener("blur", function () { m.pointer = false; if (m.hover) { m.hover = null; drawLines(m); } });
+        b.addEventListener("click", function () {
+          m.pointer = false;
+          m.pinned = m.pinned && m.pinned[0] === side && m.pinned[1] === i ? null : [side, i];
+          drawLines(m);
+        });
+        b.addEventListener("keydown", function (e) {
+          var list = m.buttons[side], other = m.buttons[side === "query" ? "key" : "query"], to = null;
+          if (e.key === "ArrowDown") to = list[Math.min(list.length - 1, i + 1)];
+          else if (e.key === "ArrowUp") to = list[Math.max(0, i - 1)];
+          else if (e.key === "Home") to = list[0];
+          else if (e.key === "End") to = list[list.length - 1];
+          else if (e.key === "ArrowRight" && side === "query" || e.key === "ArrowLeft" && side === "key") to = other[Math.min(other.length - 1, i)];
+          else if (e.key === "Escape" && m.pinned) { m.pinned = null; drawLines(m); e.preventDefault(); return; }
+          if (to) { e.preventDefault(); to.focus(); }
+        });
+        m.buttons[side].push(b); col.appendChild(b);
+      });
+      return col;
+    }
+    m.left = column("query", d.rows);
+    m.canvas = el("canvas", { role: "img" });
+    m.canvas.style.cssText = "margin:22px 0 0;flex:none";
+    m.right = column("key", d.cols);
+    row.appendChild(m.left); row.appendChild(m.canvas); row.appendChild(m.right);
+    box.appendChild(row);
+    return m;
+  }
+
+  function drawLines(m) {
+    var start = performance.now(), d = m.d, t = m.t, h = m.head, w = d.grids[h];
+    var Lq = d.rows.length, Lk = d.cols.length, f = m.hover || m.pinned || m.base, drawn = [];
+    if (m.select) m.select.value = String(h);
+    ["query", "key"].forEach(function (side) {
+      m.buttons[side].forEach(function (b, i) {
+        var on = f && f[0] === side && f[1] === i, pin = m.pinned && m.pinned[0] === side && m.pinned[1] === i;
+        b.style.background = on ? (t.dark ? "rgba(255,166,87,.22)" : "rgba(194,78,0,.12)") : "transparent";
+        b.style.borderColor = on ? t.accent : "transparent";
+        b.setAttribute("aria-pressed", pin ? "true" : "false");
+      });
+    });
+    var room = (m.box.parentElement && m.box.parentElement.clientWidth) || 700;
+    var width = Math.max(80, Math.min(260, room - m.left.offsetWidth - m.right.offsetWidth - 8));
+    var height = Math.max(Lq, Lk) * LINE_ROW, ctx = setup(m.canvas, width, height), i, j;
+    function yq(i) { return (i + 0.5) * LINE_ROW; }
+    ctx.strokeStyle = t.bar; ctx.lineCap = "round";
+    for (i = 0; i < Lq; i++) {
+      if (f && f[0] === "query" && f[1] !== i) continue;
+      for (j = 0; j < Lk; j++) {
+        if (f && f[0] === "key" && f[1] !== j) continue;
+        var v = w[i][j] === null ? 0 : w[i][j], a = Math.max(0, Math.min(1, v));
+        drawn.push([i, j, round(v)]);
+        if (a <= 0) continue;
+        ctx.globalAlpha = a; ctx.lineWidth = 0.5 + 5 * a;
+        ctx.beginPath(); ctx.moveTo(2, yq(i)); ctx.lineTo(width - 2, yq(j)); ctx.stroke();
+      }
+    }
+    ctx.globalAlpha = 1; ctx.lineWidth = 1;
+    var head = d.titles ? d.titles[h] : "", who = f ? f[0] + " " + (f[0] === "query" ? d.rows : d.cols)[f[1]] : null;
+    m.cap.textContent = (d.caption || "") + (head && d.grids.length > 1 ? " (" + head + ")" : "") +
+      (who ? ": the lines of " + who : ": every query's lines");
+    var words;
+    if (f) {
+      words = who + ": " + drawn.map(function (l) { return (f[0] === "query" ? d.cols[l[1]] : d.rows[l[0]]) + " " + fmt(l[2]); }).join(", ");
+    } else {
+      words = "the strongest line of each query: " + w.map(function (r, i) {
+        var best = 0; r.forEach(function (x, j) { if (x > r[best]) best = j; });
+        return d.rows[i] + " to " + d.cols[best] + " " + fmt(r[best]);
+      }).join(", ");
+    }
+    m.canvas.setAttribute("aria-label", "Lines from queries (left) to keys (right), width and opacity the " +
+      (d.label || "attention weight") + (head ? ", " + head : "") + "; " + words + ".");
+    m.box.dataset.values = JSON.stringify({ head: h, focus: f ? { side: f[0], index: f[1],
+      label: (f[0] === "query" ? d.rows : d.cols)[f[1]] } : null, lines: drawn });
+    m.box.dataset.focusDraws = String(+(m.box.dataset.focusDraws || 0) + 1);
+    m.box.dataset.drawnAt = String(performance.now());
+    m.box.dataset.drawMs = String(+m.box.dataset.drawnAt - start);
+  }
+  var DOM_VIEWS = { lines: lines };
 
   // ---------------------------------------------------------------- in-page compute
   var COMPUTE = {};
@@ -312,6 +454,73 @@
     }
     return out;
   }
+
+
+  // chapter 07's explorer (mha.live.explorer): too many settings to list, so the page computes
+  // the weights from the queries and keys Python exported (split into heads, mask, temperature,
+  // softmax), the same arithmetic as mha.explore.explore_once
+  COMPUTE.explorer = function (v, data, changed, root) {
+    var memo = root.mhaMemo || (root.mhaMemo = { cache: {} }), src = data.sources[v.source];
+    var trained = src.kind !== "random", out = { options: {}, disabled: {}, set: {} };
+    function got(key, b64) { return memo.cache[key] || (memo.cache[key] = decode(b64)); }
+    ["num_heads", "num_kv_heads", "seq_len", "mask", "sentence"].forEach(function (n) { out.disabled[n] = trained; });
+    out.disabled.d_model = true;
+    if (changed === "source" && trained && data.sources[memo.lastSource || v.source].kind === "random") {
+      out.set.temperature = 1; // a trained source from the random layer: T = 1, the model as trained
+    }
+    memo.lastSource = v.source;
+    var offered = [1, 2, 4, 8, 16].map(function (h, i) { return v.num_heads % h === 0 ? i : -1; })
+      .filter(function (i) { return i >= 0; });
+    out.options.num_kv_heads = offered;
+    var T = v.temperature, seed = String(v.seed), q, k, o, tq, tk, titles, caption, counts, table;
+    if (!trained) {
+      var H = v.num_heads, Hkv = v.num_kv_heads, L = v.seq_len, Dh = data.d_model / H;
+      var key = seed + "|" + v.sentence, valid = Math.min(data.lengths[v.sentence], L);
+      if (H % Hkv) Hkv = H; // a moment before the options follow
+      q = got("q" + key, src.q[key]); k = got("k" + key + Hkv * Dh, src.k[key + "|" + (Hkv * Dh)]);
+      tq = tk = data.tokens[v.sentence].slice(0, L);
+      o = { H: H, Hkv: Hkv, Dh: Dh, Lq: L, Lk: L, qStride: data.d_model, kStride: Hkv * Dh, T: T,
+        allowed: v.mask === "causal" ? function (i, j) { return j <= i; }
+          : v.mask === "padding" ? function (i, j) { return j < valid; } : function () { return true; } };
+      titles = [];
+      for (var h = 0; h < H; h++) titles.push("head " + h + (Hkv < H ? " (kv " + Math.floor(h / (H / Hkv)) + ")" : ""));
+      caption = H + " heads" + (Hkv < H ? ", " + Hkv + " key/value heads" : "") + ", d_model = " + data.d_model +
+        ", T = " + T.toFixed(2) + ", mask: " + v.mask + ", seed " + seed;
+      var c = data.counts[H + "," + Hkv + "," + L];
+      counts = "d_head = " + Dh + ", parameters " + c[0].toLocaleString("en") + ", FLOPs " +
+        c[1].toLocaleString("en") + ", KV cache values " + c[2].toLocaleString("en");
+      table = null;
+    } else {
+      var view = src.views[seed];
+      q = got("q" + v.source + seed, view.q); k = got("k" + v.source + seed, view.k);
+      tq = view.tokens_q; tk = view.tokens_k;
+      o = { H: src.H, Hkv: src.H, Dh: src.Dh, Lq: tq.length, Lk: tk.length, qStride: src.H * src.Dh,
+        kStride: src.H * src.Dh, T: T, allowed: src.causal ? function (i, j) { return j <= i; } : function () { return true; } };
+      titles = src.titles; caption = v.source + " (trained), input sample " + seed + ", T = " + T.toFixed(2);
+      counts = src.note; table = src.table;
+    }
+    return {
+      views: { counts: { text: counts }, table: table,
+        heads: { grids: attention(q, k, o), rows: tq, cols: tk, titles: titles, caption: caption,
+          vmin: 0, vmax: 1, scale: "viridis", label: "attention weight" } },
+      readout: caption + ".", options: out.options, disabled: out.disabled, set: out.set,
+      state: { source: v.source, seed: Number(seed), temperature: T, num_heads: trained ? src.H : v.num_heads,
+        num_kv_heads: trained ? src.H : o.Hkv, seq_len: tq.length,
+        mask_kind: trained ? (src.causal ? "causal" : "none") : v.mask, sentence: v.sentence } };
+  };
+
+  // the explorer's second view, one head as lines (mha.live.explorer's "view" control picks the
+  // heatmaps or the lines of the same weights; the lines view has its own head picker)
+  COMPUTE.explorer = (function (heatmaps) {
+    return function (v, data, changed, root) {
+      var st = heatmaps(v, data, changed, root), asLines = v.view === "lines", w = st.views.heads;
+      st.views.lines = asLines ? { grids: w.grids, rows: w.rows, cols: w.cols, titles: w.titles,
+        head: 0, focus: null, caption: w.caption, label: w.label } : null;
+      if (asLines) st.views.heads = null;
+      if (v.view !== undefined) st.state.view = v.view;
+      return st;
+    };
+  })(COMPUTE.explorer);
 
   // ---------------------------------------------------------------- controls
   function el(tag, attrs, text) {
@@ -391,12 +600,15 @@
         sel.value = String(pick === undefined ? offered[0] : pick);
       });
       Object.keys(st.disabled || {}).forEach(function (name) { ctl[name].input.disabled = st.disabled[name]; });
+      Object.keys(st.set || {}).forEach(function (name) { // set a control to the value given
+        var i = ctl[name].spec.values.indexOf(st.set[name]); if (i >= 0) ctl[name].input.value = String(i);
+      });
     }
 
     function state(changed) {
       if (spec.compute) {
         var f = COMPUTE[spec.compute], st = f(values(), spec.data, changed, root);
-        if (st.options || st.disabled) { apply(st); st = f(values(), spec.data, changed, root); }
+        if (st.options || st.disabled || st.set) { apply(st); st = f(values(), spec.data, null, root); }
         return st;
       }
       var key = spec.controls.map(function (c) { return index(c.name); }).join(",");
@@ -417,6 +629,7 @@
         if (e.hidden) return;
         if (CANVAS_VIEWS[v.kind]) e.setAttribute("aria-label", CANVAS_VIEWS[v.kind](e, d, t));
         else if (v.kind === "table") table(e, d);
+        else if (DOM_VIEWS[v.kind]) DOM_VIEWS[v.kind](e, d, t);
         else e.textContent = d.text;
       });
       readout.textContent = st.readout || ""; // announced when it changes (aria-live)

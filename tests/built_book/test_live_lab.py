@@ -1,10 +1,11 @@
-"""The explorer in a live kernel: JupyterLab from the project's venv, driven by Chromium.
+"""Live figures in a live kernel: JupyterLab from the project's venv, driven by Chromium.
 
 Starts ``jupyter lab`` on 127.0.0.1 (a free port, a token, its own config, runtime, settings and
-workspace folders under a temporary directory, a copy of chapter 07 so nothing in the repository
-is written), opens the chapter, runs every cell, moves the first explorer's num_heads slider
-from the keyboard and waits for the canvas to show the new number of heads, drawn by the front
-end from what the kernel sent. Every wait is bounded; the server is stopped (its whole process
+workspace folders under a temporary directory, copies of chapters 02 and 07 so nothing in the
+repository is written), opens chapter 07, runs every cell, moves the first explorer's num_heads
+slider from the keyboard and waits for the canvas to show the new number of heads, drawn by the
+front end from what the kernel sent; then opens chapter 02, runs it, and moves the d_k slider
+of its live figure (drawn in the page, no kernel round trip). Every wait is bounded; the server is stopped (its whole process
 group) at the end, also when the test fails. Only localhost is contacted.
 """
 
@@ -24,6 +25,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "chapters" / "07_attention_explorer.ipynb"
+CHAPTER_02 = ROOT / "chapters" / "02_scaled_dot_product.ipynb"
 TOKEN = "mha-live-lab-test"
 
 pytestmark = pytest.mark.browser
@@ -35,14 +37,16 @@ def free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def lab(tmp_path):
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("lab")
     jupyter = Path(sys.executable).with_name("jupyter")
     if not jupyter.exists() or shutil.which("jupyter-lab", path=str(jupyter.parent)) is None:
         pytest.skip("JupyterLab is not installed in this environment (pip install -r requirements.txt)")
     work = tmp_path / "notebooks"
     work.mkdir()
     shutil.copy(CHAPTER, work / CHAPTER.name)
+    shutil.copy(CHAPTER_02, work / CHAPTER_02.name)
     port = free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
@@ -148,11 +152,72 @@ def test_num_heads_slider_redraws_in_jupyterlab(browser, lab):
                 " return el && el.dataset.heads === h; }",
                 arg=[cell.element_handle(), str(heads)], timeout=30_000)
             times.append(time.perf_counter() - start)
-            weights = cell.locator(".mha-live canvas").get_attribute("data-weights")
+            weights = cell.locator(".mha-live canvas").get_attribute("data-values")
             assert weights.count("],[[") == heads - 1  # that many heads of (L, L) weights
         print(f"\nJupyterLab: num_heads 8 -> 4 -> 2 -> 4 -> 8, key press to new picture: "
               f"median {statistics.median(times) * 1000:.0f} ms, worst {max(times) * 1000:.0f} ms "
               f"(kernel round trip, drawing and the test's polling included)")
+        assert not outside, f"requests outside localhost: {outside}"
+    finally:
+        context.close()
+
+
+def test_dk_slider_redraws_in_jupyterlab(browser, lab):
+    """Chapter 02's d_k slider (a live figure, no kernel round trip) in JupyterLab: each key
+    press redraws the bars with the weights of the new d_k; key press to picture is timed."""
+    import json
+
+    import torch
+
+    from mha.live import ch02
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    outside = []
+    page.route("**/*", lambda r: r.continue_() if urlparse(r.request.url).hostname in (
+        "127.0.0.1", "localhost") or r.request.url.startswith(("data:", "blob:"))
+        else (outside.append(r.request.url), r.abort()))
+    try:
+        page.goto(f"{lab}/lab/tree/{CHAPTER_02.name}?token={TOKEN}", wait_until="load",
+                  timeout=90_000)
+        page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
+        choose = page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True)
+        try:
+            choose.wait_for(timeout=15_000)
+            choose.click()
+        except Exception:  # noqa: BLE001 - no dialog: the kernel started by itself
+            pass
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                               timeout=90_000)
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        root = page.locator('.mha-live[data-figure="dk-softmax"]').first
+        root.wait_for(timeout=240_000)
+        page.wait_for_function("el => Number(el.dataset.draws) >= 1", arg=root.element_handle(),
+                               timeout=30_000)
+        slider = root.locator('[data-knob="d_k"]')
+        slider.scroll_into_view_if_needed()
+        slider.focus()
+        times = []
+        for key in ("ArrowLeft", "ArrowLeft", "ArrowRight", "ArrowRight", "End", "Home"):
+            before = root.get_attribute("data-draws")
+            page.evaluate("() => { window.__keyAt = null; document.addEventListener('keydown',"
+                          " () => { window.__keyAt = performance.now(); },"
+                          " {capture: true, once: true}); }")
+            page.keyboard.press(key)
+            page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                                   arg=[root.element_handle(), before], timeout=10_000)
+            times.append(page.evaluate("el => Number(el.dataset.drawnAt) - window.__keyAt",
+                                       root.element_handle()))
+            d_k = json.loads(root.get_attribute("data-state"))["d_k"]
+            drawn = json.loads(root.locator('canvas[data-view="weights"]')
+                               .get_attribute("data-values"))
+            torch.testing.assert_close(torch.tensor(drawn), ch02.dk_weights(d_k, True),
+                                       atol=1e-3, rtol=0)
+        assert d_k == 1
+        print(f"\nJupyterLab: chapter 02's d_k slider, key press to picture: median "
+              f"{statistics.median(times):.1f} ms, worst {max(times):.1f} ms")
+        assert statistics.median(times) <= 150
         assert not outside, f"requests outside localhost: {outside}"
     finally:
         context.close()

@@ -1,0 +1,226 @@
+"""Chapter 07's explorer as a live figure: what the page draws, live (a kernel) or static.
+
+* ``explorer_figure(knobs)``: the explorer for a page with no kernel (the built book): the
+  controls of ``mha.widgets.Explorer`` as page controls, the data exported here
+  (``explorer_data``) and live.js's in-page compute ``explorer``, which recomputes the weights
+  from that data at every change of a control (too many settings to list them all).
+* ``view_figure(result)``: one picture Python computed (``mha.explore.explore_once``), for the
+  view of the widget in Jupyter; live.js only draws it.
+* ``frozen_figure(...)``: a picture the page cannot recompute (a reader's attention function).
+
+What is exported for the random layer (d_model fixed at ``STATIC_D_MODEL``): for every seed in
+``STATIC_SEEDS`` and every example sentence, the layer's queries q = W_q x (L_max, D) and keys
+k = W_k x (L_max, Hkv*Dh) at the longest length L_max, for every key width Hkv*Dh the heads can
+make. Queries and keys of token i do not depend on the other tokens, so the first seq_len rows
+are exactly what a shorter sentence gives; the page splits them into heads, applies the mask and
+the temperature and takes the softmax. For a trained source, the layer's queries and keys on
+each input sample (``mha.sources``). Numbers travel as base64 of little-endian float32.
+"""
+
+import base64
+import html
+import math
+
+import torch
+
+from .. import counts, explore
+from .figure import Figure, View, heatmap, select, slider, table
+
+__all__ = ["explorer_data", "explorer_figure", "frozen_figure", "message_html", "payload",
+           "render", "view_figure"]
+
+STATIC_D_MODEL = 64
+STATIC_HEADS = (1, 2, 4, 8, 16)
+STATIC_SEEDS = tuple(range(5))
+MAX_LEN = 24
+#: the temperature slider's grid: 2 ** (k / 6), six steps per doubling (1, 0.5, 2 are on it)
+T_STEP = math.log10(2) / 6
+
+
+def temperature_grid(lo=-1.3, hi=1.3, value=1.0):
+    """Temperatures 10 ** (k * T_STEP) within [10 ** lo, 10 ** hi], plus ``value``."""
+    ks = range(math.ceil(lo / T_STEP), math.floor(hi / T_STEP) + 1)
+    grid = {round(10 ** (k * T_STEP), 10) for k in ks} | {float(value)}
+    return sorted(grid)
+
+
+def _title(config):
+    c = config
+    if c.get("source", "random layer") != "random layer":
+        return (f"{c['source']} (trained), input sample {c['seed']}, "
+                f"T = {c['temperature']:.3g}")
+    kv = "" if c["num_kv_heads"] == c["num_heads"] else f", {c['num_kv_heads']} key/value heads"
+    fn = f"attention_fn = {c['attention_fn']}: " if c.get("attention_fn") else ""
+    return (f"{fn}{c['num_heads']} heads{kv}, d_model = {c['d_model']}, T = {c['temperature']:.3g}, "
+            f"mask: {c['mask_kind']}, seed {c['seed']}")
+
+
+def _head_labels(result):
+    if result.head_labels is not None:
+        return list(result.head_labels)
+    H, Hkv = result.config["num_heads"], result.config["num_kv_heads"]
+    group = H // Hkv
+    return [f"head {h}" + (f" (kv {h // group})" if Hkv < H else "") for h in range(H)]
+
+
+def render(result):
+    """A matplotlib figure of one ``ExplorerResult`` (for print): one heatmap per head
+    (``mha.viz.plot_heads``), one colour scale from 0 to 1, tokens on the axes."""
+    from ..viz import plot_heads
+
+    keys = result.tokens if result.key_tokens is None else result.key_tokens
+    return plot_heads(result.weights, result.tokens, keys, title=_title(result.config),
+                      head_labels=_head_labels(result), vmax=1.0)
+
+
+def _table(t):
+    """A trained source's pattern scores (``mha.sources.head_table``) as a table view."""
+    return None if t is None else table(["head", *t["columns"]], t["rows"], t.get("caption", ""))
+
+
+def payload(result):
+    """The views of one ``ExplorerResult``: the heatmaps (weights to 1e-6) and a trained
+    source's table."""
+    keys = result.tokens if result.key_tokens is None else result.key_tokens
+    return {"heads": heatmap(result.weights, result.tokens, keys, titles=_head_labels(result),
+                             caption=_title(result.config), digits=6),
+            "table": _table(result.table)}
+
+
+def view_figure(result):
+    """One picture, no controls (the widget's view in a kernel)."""
+    views = payload(result)
+    return Figure(name="explorer-view", title="attention heatmaps, one per head", controls=[],
+                  views=[View("heads", "heatmap"), View("table", "table")],
+                  state_fn=lambda: {"views": views, "readout": _title(result.config)})
+
+
+def message_html(message):
+    return (f'<div class="mha-live-message" role="alert" style="color:inherit"><b>Cannot '
+            f'compute this one.</b> {html.escape(message)}</div>')
+
+
+def frozen_figure(knobs, result, reason):
+    """A picture that cannot be recomputed in the page: the knobs as text, no controls."""
+    fig = view_figure(result)
+    shown = ", ".join(f"{k} = {v}" for k, v in knobs.items() if k != "source")
+    fig.note = (f"<b>Needs a live kernel:</b> {html.escape(reason)} The page shows the picture "
+                f"for {html.escape(shown)}; open the chapter in Colab or Binder (rocket button "
+                f"at the top) or Jupyter to turn the knobs.")
+    return fig
+
+
+# ----------------------------------------------------------------------------- export
+
+def _b64(x):
+    """float32 tensor -> base64 of its little-endian bytes."""
+    import numpy as np
+
+    array = x.detach().to("cpu", torch.float32).contiguous().numpy().astype("<f4")
+    return base64.b64encode(np.ascontiguousarray(array).tobytes()).decode("ascii")
+
+
+def _random_data(sentences):
+    """Queries and keys of the random layer for every seed and sentence (see module docstring)."""
+    D = STATIC_D_MODEL
+    widths = {}  # key width Hkv*Dh -> a (H, Hkv) that makes it (W_k depends only on its shape)
+    for H in STATIC_HEADS:
+        for Hkv in (h for h in range(1, H + 1) if H % h == 0):
+            widths.setdefault(Hkv * (D // H), (H, Hkv))
+    q, k = {}, {}
+    with torch.no_grad():
+        for seed in STATIC_SEEDS:
+            layers = {w: explore.build_layer(D, H, Hkv, seed) for w, (H, Hkv) in widths.items()}
+            for name in sentences:
+                tokens, _ = explore._fit(explore.tokenize(name), MAX_LEN)
+                x = explore.embed_tokens(tokens, D)[0]  # (L_max, D)
+                q[f"{seed}|{name}"] = _b64(layers[D].W_q(x))  # (L_max, D): same for every H
+                for w, layer in layers.items():
+                    k[f"{seed}|{name}|{w}"] = _b64(layer.W_k(x))  # (L_max, Hkv*Dh)
+    return {"kind": "random", "q": q, "k": k}
+
+
+def _trained_data(source):
+    from ..sources import head_table, trained_views
+
+    views = {}
+    for seed, v in zip(STATIC_SEEDS, trained_views(source, STATIC_SEEDS)):
+        views[str(seed)] = {"q": _b64(v.q), "k": _b64(v.k), "tokens_q": v.tokens_q,
+                            "tokens_k": v.tokens_k}
+    t = head_table(source)
+    return {"kind": "trained", "views": views, "H": v.num_heads, "Dh": v.d_head,
+            "causal": v.causal, "table": _table(t),
+            "titles": [f"head {h}: {n}" for h, n in enumerate(t["names"])],
+            "note": (f"A trained layer: {v.num_heads} heads, d_head = {v.d_head}"
+                     f"{', causal' if v.causal else ''}. Its size, mask and inputs are the "
+                     f"model's own: seed picks the input sample, temperature divides its "
+                     f"scores (1 = as trained; choosing a trained source from the random "
+                     f"layer resets it to 1).")}
+
+
+def explorer_data(sources=None):
+    """Everything the static explorer needs (a JSON-able dict; see the module docstring)."""
+    from ..sources import TRAINED_SOURCES
+
+    names = list(explore.EXAMPLE_SENTENCES)
+    sources = ["random layer", *TRAINED_SOURCES] if sources is None else list(sources)
+    with explore._one_thread():  # tiny matrix products: one thread beats two busy ones
+        data = {"kind": "explorer", "d_model": STATIC_D_MODEL, "max_len": MAX_LEN,
+                "tokens": {n: explore._fit(explore.tokenize(n), MAX_LEN)[0] for n in names},
+                "lengths": {n: len(explore.tokenize(n)) for n in names}, "sources": {},
+                "counts": {}}
+        for source in sources:
+            data["sources"][source] = (_random_data(names) if source == "random layer"
+                                       else _trained_data(source))
+    D = STATIC_D_MODEL
+    for H in STATIC_HEADS:
+        for Hkv in (h for h in range(1, H + 1) if H % h == 0):
+            params = counts.count_parameters(D, H, Hkv)["total"]
+            for L in range(2, MAX_LEN + 1):
+                flops = counts.count_flops(L, D, H, Hkv)["total"]
+                data["counts"][f"{H},{Hkv},{L}"] = [params, flops, 2 * L * Hkv * (D // H)]
+    return data
+
+
+def explorer_figure(knobs, data=None):
+    """The explorer for the built book, starting at ``knobs`` (the widget's knobs); ``data``
+    defaults to ``explorer_data()``."""
+    from ..sources import TRAINED_SOURCES
+
+    data = explorer_data() if data is None else data
+    k = {**explore.DEFAULTS, **knobs}
+    H = k["num_heads"] if k["num_heads"] in STATIC_HEADS else 8
+    Hkv = k["num_kv_heads"] if H % k["num_kv_heads"] == 0 else H
+    source = k.get("source", "random layer")
+    sources = list(data["sources"])
+    controls = [
+        select("source", "source", sources, source if source in sources else sources[0]),
+        slider("d_model", "d_model", list(range(4, 257, 2)), STATIC_D_MODEL),
+        select("num_heads", "num_heads", list(STATIC_HEADS), H),
+        select("num_kv_heads", "num_kv_heads", list(STATIC_HEADS), Hkv),
+        slider("seq_len", "seq_len", list(range(2, MAX_LEN + 1)), min(k["seq_len"], MAX_LEN)),
+        slider("temperature", "temperature", temperature_grid(value=k["temperature"]),
+               float(k["temperature"]), labels=None),
+        select("mask", "mask", list(explore.MASK_KINDS), k["mask_kind"]),
+        slider("seed", "seed", list(STATIC_SEEDS), min(k["seed"], STATIC_SEEDS[-1])),
+        select("sentence", "sentence", list(explore.EXAMPLE_SENTENCES), k["sentence"]),
+        select("view", "view", ["heatmaps", "lines"], "heatmaps",
+               labels=["heatmaps, every head", "lines, one head"]),
+    ]
+    controls[1].disabled = True  # d_model: fixed in the page
+    controls[5].labels = [f"{t:.2f}" for t in controls[5].values]
+    note = ("<b>Live in this page, no kernel needed:</b> source, num_heads, num_kv_heads, "
+            "seq_len, temperature, mask, seed (0 to "
+            f"{STATIC_SEEDS[-1]}) and sentence redraw the heatmaps from queries and keys the "
+            "package computed when the book was built. <b>Greyed out here:</b> d_model (fixed "
+            "at 64), which needs Python, as do seeds above "
+            f"{STATIC_SEEDS[-1]} and your own attention function: open this chapter in Colab "
+            "or Binder (the rocket button at the top) or run it in Jupyter to turn every knob. "
+            "num_kv_heads offers only divisors of num_heads; a trained source fixes its own "
+            f"size, mask and inputs ({len(TRAINED_SOURCES)} trained layers from chapter 08). "
+            "<b>view</b> switches between every head's heatmap and one head as lines (pick the "
+            "head; focus, hover or tap a token to see only its lines).")
+    return Figure(name="explorer", title="The attention explorer", controls=controls,
+                  views=[View("counts", "text"), View("heads", "heatmap"),
+                         View("lines", "lines"), View("table", "table")],
+                  compute="explorer", data=data, note=note)

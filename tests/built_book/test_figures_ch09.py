@@ -1,0 +1,150 @@
+"""Chapter 09's live figure in Chromium: remove heads along an order and read the accuracy.
+
+Without a build: the figure alone in a blank page; every control moved from the keyboard changes
+the picture, and the accuracies drawn equal those of the model with those heads masked by its
+own ``head_mask`` (computed here by hand, to 1e-3), the grid crosses out exactly the removed
+heads; axe-core finds nothing in light or dark mode; at 390 x 844 with touch a tap redraws and
+nothing is wider than the screen. On the built book: the same on chapter 09's page, offline.
+"""
+
+import statistics
+from urllib.parse import urlparse
+
+import pytest
+import torch
+from live_figures import (
+    DRAW_MS,
+    axe_violations,
+    drawn,
+    press,
+    readout,
+    root_of,
+    same,
+    show,
+    timing,
+    values,
+    wait_drawn,
+)
+
+from mha.live import ch09
+from mha.tasks import IGNORE
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    page.errors = []
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    yield page
+    context.close()
+
+
+def reference(removed):
+    """Accuracy per job and their mean with ``removed`` heads masked by hand."""
+    model, _, _, held_out = ch09._setup()
+    mask = torch.ones(2, 8)
+    for layer, h in removed:
+        mask[layer, h] = 0.0
+    with torch.no_grad():
+        pred = model(held_out.inputs, head_mask=mask).argmax(-1)  # (B, L, K)
+    labelled = held_out.targets != IGNORE
+    acc = ((pred == held_out.targets) & labelled).sum((0, 1)) / labelled.sum((0, 1))
+    return acc.tolist() + [acc.mean().item()]
+
+
+def check(root):
+    v = values(root)
+    order = ch09.order_of(v["order"])[:v["removed"]]
+    gone = [lh for lh in order if not (v["spare"] and lh in ((0, 6), (1, 6)))]
+    assert v["removed_heads"] == [list(lh) for lh in gone], v
+    assert same(drawn(root, "accuracy"), reference(gone)), v
+    grid = drawn(root, "heads")[0]
+    crossed = sorted((n, h) for n in range(2) for h in range(8) if grid[n][h] is None)
+    assert crossed == sorted(gone)
+    return v
+
+
+def move(page, root):
+    times = []
+    for knob, key in (("removed", "ArrowRight"), ("removed", "End"), ("spare", "Space"),
+                      ("order", "ArrowDown"), ("removed", "Home"), ("order", "ArrowDown"),
+                      ("removed", "ArrowRight"), ("spare", "Space"), ("removed", "ArrowRight")):
+        before = drawn(root, "heads") + drawn(root, "accuracy")
+        text = readout(root)
+        times.append(press(page, root, knob, key))
+        assert drawn(root, "heads") + drawn(root, "accuracy") != before \
+            or readout(root) != text, f"{knob} {key}: nothing changed"
+        check(root)
+    return times
+
+
+def test_head_switches_draw_the_masked_models_accuracy(page):
+    root = show(page, ch09.head_switches())
+    assert check(root)["removed_heads"] == []
+    times = move(page, root)
+    # most important first: one head gone, the previous-token head, breaks two jobs
+    root.locator('[data-knob="order"]').select_option("2")
+    root.locator('[data-knob="spare"]').uncheck()
+    root.locator('[data-knob="removed"]').fill("1")
+    v = check(root)
+    assert v["order"] == "reverse" and v["accuracy"][-1] < 0.9
+    print(f"\nchapter 09 head switches, key press to picture (no build): {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-len(times):])}")
+    assert statistics.median(DRAW_MS[-len(times):]) <= 16 and statistics.median(times) < 50
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_ch09_figure_passes_axe(page, dark):
+    show(page, ch09.head_switches(removed=5, spare=True), dark=dark)
+    problems = axe_violations(page)
+    assert not problems, f"{'dark' if dark else 'light'}: {problems}"
+
+
+def test_phone_touch(browser):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                                  is_mobile=True, device_scale_factor=2)
+    page = context.new_page()
+    try:
+        root = show(page, ch09.head_switches(removed=8))
+        before = root.get_attribute("data-draws")
+        root.locator('[data-knob="spare"]').tap()
+        page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                               arg=[root.element_handle(), before], timeout=5_000)
+        check(root)
+        widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
+                               "'.mha-live canvas, .mha-live .mha-control')]"
+                               ".map(e => e.getBoundingClientRect().right))")
+        assert widest <= 390, f"{widest} px wide on a 390 px screen"
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    finally:
+        context.close()
+
+
+def test_chapter_09_figure_lives_in_the_built_book(page, book_url):
+    outside = []
+
+    def route(r):
+        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
+                or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(f"{book_url}/chapters/09_which_heads_matter.html", wait_until="load")
+    root = root_of(page, "head-switches")
+    wait_drawn(page, root)
+    root.scroll_into_view_if_needed()
+    check(root)
+    times = move(page, root)
+    print(f"\nchapter 09 (built book), key press to picture: {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-len(times):])}")
+    assert statistics.median(DRAW_MS[-len(times):]) <= 16 and statistics.median(times) < 50
+    assert not page.errors, page.errors
+    assert not outside, outside
