@@ -63,7 +63,7 @@ assignments: $(NBG_STAMP)
 
 # generate, autograde and feedback with the real nbgrader (tests/assignments, in its own venv)
 assignments-test: $(NBG_STAMP)
-	$(NBG_BIN)/python -m pytest tests/assignments --noconftest -v -p no:cacheprovider --durations=5
+	$(NBG_BIN)/python -m pytest tests/assignments --noconftest -v -s -p no:cacheprovider --durations=5
 
 lint: setup
 	$(BIN)/ruff check mha tests benchmarks scripts

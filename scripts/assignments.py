@@ -92,7 +92,7 @@ def is_stub(function):
 
 
 def header_end(text, function):
-    """The line number (1-based) of the colon that ends ``function``'s signature."""
+    """(line number (1-based), column) of the colon that ends ``function``'s signature."""
     depth = 0
     tokens = tokenize.generate_tokens(io.StringIO(text).readline)
     for token in tokens:
@@ -103,16 +103,15 @@ def header_end(text, function):
         elif token.type == tokenize.OP and token.string in ")]}":
             depth -= 1
         elif token.type == tokenize.OP and token.string == ":" and depth == 0:
-            return token.start[0]
+            return token.start
     raise ValueError(f"no end to the signature of {function.name}")
 
 
 def body_lines(text, function):
     """The lines of ``function``'s body (comments included), without its common indent."""
     lines = text.split("\n")
-    end = header_end(text, function)
-    if lines[end - 1].split(":", 1)[-1].strip() and not \
-            lines[end - 1].rstrip().endswith(":"):
+    end, column = header_end(text, function)
+    if lines[end - 1][column + 1:].split("#")[0].strip():
         raise ValueError(f"{function.name}: put the body on its own lines")
     body = lines[end:function.end_lineno]
     indent = min(len(line) - len(line.lstrip()) for line in body if line.strip())

@@ -289,3 +289,44 @@ def test_the_course_folder_is_what_nbgrader_expects(course):
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         assert sorted(a.name for a in gb.assignments) == CHAPTERS
 
+
+
+def chapter(*cells):
+    def cell(kind, text, i):
+        extra = {"execution_count": None, "outputs": []} if kind == "code" else {}
+        return {"cell_type": kind, "id": f"c{i}", "metadata": {}, "source": text, **extra}
+    return {"cells": [cell(kind, text, i) for i, (kind, text) in enumerate(cells)],
+            "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+EXERCISE = ("markdown", "```{exercise} Write it\n:label: ex-1\nWrite `my_f(x)`.\n```")
+STARTER = ("code", 'def my_f(x):\n    raise NotImplementedError("your code here")\n\n\n'
+                   'mha.exercises.check("softmax", my_f);')
+START, END = ("markdown", "```{solution-start} ex-1\n:class: dropdown\n```"), \
+    ("markdown", "```{solution-end}\n```")
+
+
+def test_the_generator_turns_a_starter_into_answer_and_test_cells():
+    solution = ("code", "def solution_f(x):  # the answer\n    # shift first\n"
+                        "    return torch.softmax(x, -1)\n\n\n"
+                        'assert mha.exercises.check("softmax", solution_f).passed')
+    nb = assignments.assignment(chapter(EXERCISE, STARTER, START, solution, END))
+    answer = [c for c in nb["cells"] if c["metadata"]["nbgrader"]["solution"]]
+    assert [c["metadata"]["nbgrader"]["grade_id"] for c in answer] == ["answer-ex-1"]
+    assert student_notebooks.source(answer[0]) == (
+        "def my_f(x):\n    ### BEGIN SOLUTION\n    # shift first\n"
+        "    return torch.softmax(x, -1)\n    ### END SOLUTION")
+    assert assignments.points(nb) == {"check-softmax": assignments.CHECK_POINTS}
+
+
+def test_a_starter_without_a_checked_solution_is_an_error():
+    solution = ("code", "def solution_f(x):\n    return x")  # no check: not a coding solution
+    with pytest.raises(ValueError, match="no gated solution"):
+        assignments.assignment(chapter(EXERCISE, STARTER, START, solution, END))
+
+
+def test_a_solution_with_other_arguments_than_the_starter_is_an_error():
+    solution = ("code", "def solution_f(scores):\n    return scores\n\n\n"
+                        'assert mha.exercises.check("softmax", solution_f).passed')
+    with pytest.raises(ValueError, match="take different arguments"):
+        assignments.assignment(chapter(EXERCISE, STARTER, START, solution, END))
