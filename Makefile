@@ -48,6 +48,7 @@ NBG_STAMP := $(NBG_VENV)/.installed
 COURSE ?= _build/course
 
 $(NBG_STAMP): requirements-nbgrader.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "nbgrader 0.9.6 needs Python 3.11 or later; got " + sys.version.split()[0] + " (try: make assignments PYTHON=python3.11)")'
 	test -x $(NBG_BIN)/python || $(PYTHON) -m venv $(NBG_VENV)
 	$(NBG_BIN)/python -m pip install --quiet --upgrade pip
 	$(NBG_BIN)/python -m pip install --quiet -r requirements-nbgrader.txt
