@@ -8,13 +8,14 @@ BOOK := _build/html/index.html
 # 2 workers for the unit tests and nbval (CI's machines have 2 cores)
 JOBS ?= 2
 
-.PHONY: help setup assets book student-notebooks test unit notebooks colab-check lint browser lab clean
+.PHONY: help setup assets book student-notebooks assignments assignments-test test unit notebooks colab-check lint browser lab clean
 help:
 	@echo "make book   build the HTML book (all notebooks executed) into _build/html"
-	@echo "make test   unit tests, nbval over every notebook, the book build and a headless-browser test"
+	@echo "make test   unit tests, the nbgrader course, nbval over every notebook, the book build and a headless-browser test"
 	@echo "make lab    open JupyterLab on the chapters"
 	@echo "make colab-check   run every chapter outside the checkout with only mha[book] installed"
 	@echo "make student-notebooks   the notebooks without exercise solutions (_build/student-notebooks)"
+	@echo "make assignments   an nbgrader course, one assignment per chapter (_build/course; own venv)"
 	@echo "make clean  remove build outputs (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -39,11 +40,37 @@ book: setup assets
 student-notebooks: setup
 	$(BIN)/python scripts/student_notebooks.py _build/student-notebooks
 
+# nbgrader lives in its own venv (requirements-nbgrader.txt: nbgrader, its Jupyter stack, the
+# chapters' libraries, CPU torch), never in the book's .venv nor in the package's dependencies
+NBG_VENV := .venv-nbgrader
+NBG_BIN := $(NBG_VENV)/bin
+NBG_STAMP := $(NBG_VENV)/.installed
+COURSE ?= _build/course
+
+$(NBG_STAMP): requirements-nbgrader.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "nbgrader 0.9.6 needs Python 3.11 or later; got " + sys.version.split()[0] + " (try: make assignments PYTHON=python3.11)")'
+	test -x $(NBG_BIN)/python || $(PYTHON) -m venv $(NBG_VENV)
+	$(NBG_BIN)/python -m pip install --quiet --upgrade pip
+	$(NBG_BIN)/python -m pip install --quiet -r requirements-nbgrader.txt
+	$(NBG_BIN)/python -m pip install --quiet --no-deps -e .
+	touch $@
+
+# the course directory for nbgrader: source/ (solutions marked) and release/ (student copies);
+# see appendix/teachers.md. nbgrader runs `alembic` from PATH, hence the PATH.
+assignments: $(NBG_STAMP)
+	$(NBG_BIN)/python scripts/assignments.py $(COURSE)
+	cd $(COURSE) && PATH="$(abspath $(NBG_BIN)):$$PATH" $(abspath $(NBG_BIN))/nbgrader generate_assignment "*" --force
+	@echo "The course is in $(COURSE): hand out $(COURSE)/release/<chapter>/ (appendix/teachers.md)"
+
+# generate, autograde and feedback with the real nbgrader (tests/assignments, in its own venv)
+assignments-test: $(NBG_STAMP)
+	$(NBG_BIN)/python -m pytest tests/assignments --noconftest -v -s -p no:cacheprovider --durations=5
+
 lint: setup
 	$(BIN)/ruff check mha tests benchmarks scripts
 
 unit: setup
-	$(BIN)/python -m pytest tests --ignore=tests/built_book -n $(JOBS) -q
+	$(BIN)/python -m pytest tests --ignore=tests/built_book --ignore=tests/assignments -n $(JOBS) -q
 
 notebooks: setup
 	$(BIN)/python -m pytest --nbval-lax --nbval-current-env -n $(JOBS) --dist loadfile -v -p no:cacheprovider chapters
@@ -56,7 +83,7 @@ colab-check: setup
 browser: setup
 	$(BIN)/python -m pytest tests/built_book -v -s -p no:cacheprovider
 
-test: lint unit notebooks colab-check book browser
+test: lint unit assignments-test notebooks colab-check book browser
 	@echo "make test: all checks passed"
 
 lab: setup

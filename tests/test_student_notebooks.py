@@ -43,3 +43,26 @@ def test_writes_the_copies(tmp_path):
     assert student_notebooks.main([str(tmp_path), str(NOTEBOOKS[0])]) == 0
     written = json.loads((tmp_path / NOTEBOOKS[0].name).read_text())
     assert "{solution" not in text(written, "markdown")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_line_of_a_solution_block_survives(path):
+    # a ````{solution} block holding a ```python block once left its code and answer behind
+    nb = json.loads(path.read_text())
+    markdown = text(student_notebooks.strip_solutions(nb), "markdown")
+    blocks = student_notebooks.solution_blocks(nb)
+    assert blocks, f"{path.name}: no {{solution}} block found"
+    for label, body in blocks.items():
+        for line in body.splitlines():
+            if len(line.strip()) > 30:
+                assert line not in markdown, f"{path.name}: {label} left {line!r}"
+
+
+def test_a_solution_with_a_code_block_inside_goes_whole():
+    cell = {"cell_type": "markdown", "metadata": {}, "source":
+            "```{exercise} E\n:label: ex-1\nDo it.\n```\n\n````{solution} ex-1\n:class: dropdown\n"
+            "A start:\n\n```python\nprint(1)\n```\n\nThe answer.\n````\n\nAfter."}
+    stripped = student_notebooks.strip_solutions({"cells": [cell]})
+    assert text(stripped, "markdown") == "```{exercise} E\n:label: ex-1\nDo it.\n```\n\n\nAfter."
+    assert student_notebooks.solution_blocks({"cells": [cell]}) == {
+        "ex-1": "A start:\n\n```python\nprint(1)\n```\n\nThe answer."}
