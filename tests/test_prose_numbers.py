@@ -36,7 +36,9 @@ NOT_COMPUTED = {
         # the weights quoted from the article of the example (qkv_over_and_over), to show that
         # they sum to 0.99; the cell adds them up
         **dict.fromkeys((0.06, 0.09, 0.05, 0.25, 0.18, 0.15), "quoted from qkv_over_and_over"),
+        11.1: "section number of Dive into Deep Learning (attention pooling: 11.1 and 11.2)",
         11.2: "section number of Dive into Deep Learning",
+        12288: "d_model of GPT-3 175B (Brown et al. 2020, Table 2.1), asserted in chapter 04",
         1.01: "an example of a rounded sum (the text's own illustration, next to 0.99)",
     },
     "02": {
@@ -67,6 +69,7 @@ NOT_COMPUTED = {
     "10": {
         5: "Ainslie et al. 2023: uptraining with about 5% of the original pre-training compute",
         99: "a target the exercise sets (accuracy above 99%)",
+        3.1: "a model's name (Llama 3.1, whose context is 128K)",
     },
     "11": {},
     "12": {
