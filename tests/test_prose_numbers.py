@@ -71,7 +71,9 @@ NOT_COMPUTED = {
         99: "a target the exercise sets (accuracy above 99%)",
         3.1: "a model's name (Llama 3.1, whose context is 128K)",
     },
-    "11": {},
+    "11": {
+        3.2: "section number of Shaw et al. 2018 (the clipping of the relative distance)",
+    },
     "12": {
         3.35: "H100 SXM memory bandwidth, NVIDIA's H100 datasheet",
         2.5: "PyTorch version from which the kernel table holds (torch.nn.attention docs)",
