@@ -185,3 +185,10 @@ def test_bad_input_message(name):
     fn, error, message = CASES[name]
     with pytest.raises(error, match=re.escape(message)):
         fn()
+
+
+def test_a_mask_that_is_not_bool_points_to_the_converter():
+    """Ch 02: the attention function refuses a non-bool mask and names mha.convert_mask."""
+    q = torch.randn(1, 3, 4)
+    with pytest.raises(TypeError, match=r"mask must be a bool tensor.*mha\.convert_mask"):
+        mha.scaled_dot_product_attention(q, q, q, mask=torch.ones(3, 3))
