@@ -58,7 +58,7 @@ MODELS = {
                     "80 layers, d_model 8192, 64 heads as LLaMA 65B (touvron2023llama, Table 2)"),
         ModelConfig("Mistral 7B", 32, 4096, 32, 8, 128, 8192, "jiang2023mistral",
                     "Table 1 (dim, n_layers, head_dim, n_heads, n_kv_heads, context_len; "
-                    "sliding window 4096)"),
+                    "sliding window 4096): v0.1, the paper's model; v0.2 on drop the window"),
         ModelConfig("Llama 3 8B", 32, 4096, 32, 8, 128, 8192, "grattafiori2024llama3",
                     "Table 3 (layers, model dimension, attention heads, key/value heads); "
                     "8K-token pre-training sequences (Section 3.4), the context of the first "

@@ -127,3 +127,29 @@ def test_peak_memory_refuses_devices_it_cannot_measure():
     x = torch.randn(4, device="meta")
     with pytest.raises(ValueError, match="measures CPU and CUDA memory; got tensors on meta"):
         mha.peak_memory(torch.sin, x)
+
+
+def test_explicit_path_without_autograd_keeps_one_score_matrix():
+    """Ch 12: without autograd the explicit path runs the softmax in place, so S and P share one
+    (B, H, L, L) buffer; with autograd both are kept for the backward pass."""
+    q, k, v = qkv(length=512)
+    scores = 2 * 4 * 512 * 512 * 4  # (B, H, L, L) float32
+    with torch.no_grad():
+        _, no_grad = mha.peak_memory(mha.scaled_dot_product_attention, q, k, v)
+    assert scores <= no_grad < 1.5 * scores
+    q.requires_grad_(True)
+    _, with_grad = mha.peak_memory(mha.scaled_dot_product_attention, q, k, v)
+    assert with_grad >= 2 * scores
+
+
+def test_device_prefers_cuda_then_mps_then_cpu(monkeypatch):
+    """Ch 00: mha.device() picks cuda, then mps, then cpu."""
+    mps = getattr(torch.backends, "mps", None)
+    for cuda_ok, mps_ok, expected in ((True, True, "cuda"), (False, True, "mps"),
+                                      (False, False, "cpu")):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda ok=cuda_ok: ok)
+        if mps is not None:
+            monkeypatch.setattr(mps, "is_available", lambda ok=mps_ok: ok)
+        elif expected == "mps":
+            continue
+        assert mha.device() == torch.device(expected)

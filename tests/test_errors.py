@@ -243,3 +243,10 @@ def test_cuda_device_past_the_last_is_a_clear_error():
     count = torch.cuda.device_count()
     with pytest.raises(ValueError, match=re.escape(f"device='cuda:{count}' asks for a CUDA GPU")):
         mha.causal_mask(3, device=f"cuda:{count}")
+
+
+def test_a_mask_that_is_not_bool_points_to_the_converter():
+    """Ch 02: the attention function refuses a non-bool mask and names mha.convert_mask."""
+    q = torch.randn(1, 3, 4)
+    with pytest.raises(TypeError, match=r"mask must be a bool tensor.*mha\.convert_mask"):
+        mha.scaled_dot_product_attention(q, q, q, mask=torch.ones(3, 3))

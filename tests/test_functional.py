@@ -78,3 +78,11 @@ def test_split_merge_heads():
     for h in range(4):
         torch.testing.assert_close(heads[:, h], x[..., h * 3:(h + 1) * 3])
     torch.testing.assert_close(mha.merge_heads(heads), x)
+
+
+def test_sdpa_returns_the_weights_after_dropout():
+    """Ch 02: the weights returned are the ones that multiplied the values, after dropout."""
+    q, k, v = torch.randn(2, 8, 4), torch.randn(2, 8, 4), torch.randn(2, 8, 5)
+    out, w = mha.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    assert (w == 0).any()
+    torch.testing.assert_close(out, w @ v)

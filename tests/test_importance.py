@@ -212,3 +212,15 @@ def test_prune_errors_leave_the_model_unchanged():
     assert [layer.num_heads for layer in mha.attention_layers(model).values()] == [3, 3]
     with torch.no_grad():
         assert torch.equal(model(x), before)
+
+
+def test_training_a_pruned_model_keeps_its_shape_and_ends_in_eval_mode():
+    """Ch 09 (ex-09-finetune): train(model=pruned) trains the model it is given, keeps its
+    pruned shape and hands it back in evaluation mode."""
+    model = mha.prune_heads(_encoder(num_heads=3), [(0, 1), (1, 0), (1, 2)])
+    heads = [layer.num_heads for layer in model.modules()
+             if isinstance(layer, mha.MultiHeadAttention)]
+    trained, history = train.train("multitask", steps=2, model=model, progress=False)
+    assert trained is model and not trained.training and len(history["loss"]) == 2
+    assert [layer.num_heads for layer in trained.modules()
+            if isinstance(layer, mha.MultiHeadAttention)] == heads == [2, 1]

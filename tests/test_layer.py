@@ -121,3 +121,68 @@ def test_self_attention_packed_projection_equals_separate():
     packed, _ = layer(x)  # query is key is value: one packed matmul
     separate, _ = layer(x, x.clone(), x.clone())
     torch.testing.assert_close(packed, separate)
+
+
+# Claims the chapters make about the layer (see appendix/claims.md).
+
+
+def test_initialisation_is_the_nn_linear_default():
+    """Ch 02 and 06: the package keeps nn.Linear's default init, uniform in +-1/sqrt(d_model),
+    variance 1/(3 d_model), so a projection of unit-variance inputs has about a third of their
+    variance (not 1, and not nn.MultiheadAttention's Xavier 1/2)."""
+    torch.manual_seed(0)
+    d = 512
+    layer = mha.MultiHeadAttention(d, 8)
+    for lin in (layer.W_q, layer.W_k, layer.W_v, layer.W_o):
+        w = lin.weight
+        assert w.abs().max() <= 1 / d**0.5
+        assert abs(w.var().item() * 3 * d - 1) < 0.02
+    x = torch.randn(4096, d)
+    with torch.no_grad():
+        ratio = layer.W_q(x).var().item() / x.var().item()
+    assert 0.3 < ratio < 0.37
+    torch_q = torch.nn.MultiheadAttention(d, 8).in_proj_weight[:d]
+    assert abs(torch_q.var().item() * 2 * d - 1) < 0.02  # Xavier: 2 / (d + 3d) = 1 / (2d)
+
+
+@pytest.mark.parametrize("d_model,num_heads", [(512, 8), (768, 12), (768, 1)])
+def test_parameter_count_is_4_d_squared_plus_4_d_with_bias(d_model, num_heads):
+    """Ch 04 and 07: 4 d_model^2 parameters without biases, whatever the number of heads, and
+    4 d_model more with a bias on each of the four projections (nn.MultiheadAttention's count)."""
+    with torch.device("meta"):
+        plain = mha.MultiHeadAttention(d_model, num_heads)
+        biased = mha.MultiHeadAttention(d_model, num_heads, bias=True)
+        torch_layer = torch.nn.MultiheadAttention(d_model, num_heads)
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert count(plain) == 4 * d_model**2
+    assert count(biased) == count(torch_layer) == 4 * d_model**2 + 4 * d_model
+
+
+def test_value_defaults_to_key_not_to_query():
+    """Ch 05: `key` defaults to `query` and `value` to `key`, so layer(q, m) attends over m."""
+    layer = _layer()
+    q, m = torch.randn(2, 5, 32), torch.randn(2, 7, 32)
+    torch.testing.assert_close(layer(q, m)[0], layer(q, m, m)[0])
+    assert not torch.allclose(layer(q, m)[0], layer(q, m, q[:, :1].expand(2, 7, 32))[0])
+
+
+def test_weights_returned_in_training_are_the_ones_after_dropout():
+    """Ch 02: in training mode the returned weights are the ones that multiplied the values."""
+    torch.manual_seed(3)
+    layer = mha.MultiHeadAttention(16, 2, dropout=0.5).train()
+    x = torch.randn(1, 6, 16)
+    out, w = layer(x, need_weights=True)
+    assert (w == 0).any()
+    v = mha.split_heads(layer.W_v(x), 2)  # (B, H, L, Dh)
+    torch.testing.assert_close(out, layer.W_o(mha.merge_heads(w @ v)))
+
+
+def test_valid_lens_become_a_mask_that_broadcasts_over_heads_and_queries():
+    """Ch 05: lengths (B,) give a (B, 1, 1, Lk) mask, lengths (B, Lq) a (B, 1, Lq, Lk) mask."""
+    from mha.masks import combine_masks
+
+    shape = (2, 4, 3, 6)  # (B, H, Lq, Lk)
+    per_sequence = combine_masks(None, torch.tensor([2, 5]), False, shape, "cpu")
+    per_query = combine_masks(None, torch.tensor([[1, 2, 3], [4, 5, 6]]), False, shape, "cpu")
+    assert per_sequence.shape == (2, 1, 1, 6) and per_query.shape == (2, 1, 3, 6)
+    assert per_sequence[1, 0, 0].tolist() == [True] * 5 + [False]

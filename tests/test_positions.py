@@ -71,3 +71,12 @@ def test_errors():
     model = P.CopyBackModel("learned", max_len=8)
     with pytest.raises(ValueError, match="length 9 but the learned table has max_len = 8"):
         model(torch.zeros(1, 9, dtype=torch.long))
+
+
+def test_the_printed_command_reproduces_the_shipped_settings():
+    """Ch 11: `python -m mha.positions` trains with DEFAULTS, the settings of the shipped weights
+    (600 steps of 64 sequences of 16 tokens, seed 0)."""
+    _, info = P.load_models()
+    assert info["settings"] == P.DEFAULTS
+    assert (P.DEFAULTS["steps"], P.DEFAULTS["batch_size"], P.DEFAULTS["train_len"],
+            P.DEFAULTS["seed"]) == (600, 64, 16, 0)

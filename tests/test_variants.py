@@ -139,3 +139,43 @@ def test_relative_masks_and_causality():
     mask = torch.zeros(7, 7, dtype=torch.bool)
     out_m, w_m = rel(x, mask=mask, need_weights=True)  # nothing allowed: zeros, no NaN
     assert (w_m == 0).all() and not out_m.isnan().any()
+
+
+# Claims the chapters make about the package (see appendix/claims.md).
+
+
+@pytest.mark.parametrize("variant", ["shared", "qk", "qkv"])
+def test_attention_head_projections_have_no_bias(variant):
+    """Ch 03: the head's projections are nn.Linear layers without bias."""
+    head = mha.AttentionHead(12, 4, variant=variant)
+    linears = [m for m in head.modules() if isinstance(m, torch.nn.Linear)]
+    assert linears and all(m.bias is None for m in linears)
+
+
+@pytest.mark.skipif(not mha.layer._SDPA_HAS_GQA, reason="enable_gqa needs torch >= 2.5")
+def test_fused_gqa_passes_enable_gqa_and_does_not_copy_kv_heads(monkeypatch):
+    """Ch 10: with PyTorch 2.5 or later the fused path hands SDPA the Hkv key/value heads with
+    enable_gqa=True instead of copying them for every query head."""
+    calls = []
+    real = mha.layer.F.scaled_dot_product_attention
+
+    def spy(q, k, v, **kwargs):
+        calls.append((q.shape, k.shape, kwargs.get("enable_gqa", False)))
+        return real(q, k, v, **kwargs)
+
+    monkeypatch.setattr(mha.layer.F, "scaled_dot_product_attention", spy)
+    layer = mha.MultiHeadAttention(32, 8, num_kv_heads=2).eval()
+    x = torch.randn(2, 5, 32)
+    layer(x)
+    layer(x, valid_lens=torch.tensor([5, 3]))
+    assert len(calls) == 2
+    for q_shape, k_shape, gqa in calls:
+        assert q_shape == (2, 8, 5, 4) and k_shape == (2, 2, 5, 4) and gqa
+
+
+def test_relative_layer_always_takes_the_explicit_path():
+    """Ch 11: relative attention needs its (L, L, Dh) tables, so it never calls an SDPA kernel."""
+    layer = mha.RelativeMultiHeadAttention(32, 4, max_relative_position=3).eval()
+    x = torch.randn(1, 6, 32)
+    assert mha.sdpa_backend(layer, x) == "none"
+    assert mha.sdpa_backend(mha.MultiHeadAttention(32, 4).eval(), x) != "none"
