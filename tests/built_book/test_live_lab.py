@@ -37,9 +37,8 @@ def free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("lab")
+@pytest.fixture
+def lab(tmp_path):
     jupyter = Path(sys.executable).with_name("jupyter")
     if not jupyter.exists() or shutil.which("jupyter-lab", path=str(jupyter.parent)) is None:
         pytest.skip("JupyterLab is not installed in this environment (pip install -r requirements.txt)")
@@ -195,6 +194,11 @@ def test_dk_slider_redraws_in_jupyterlab(browser, lab):
         root.wait_for(timeout=240_000)
         page.wait_for_function("el => Number(el.dataset.draws) >= 1", arg=root.element_handle(),
                                timeout=30_000)
+        # let Run All finish: a cell that starts running moves the focus away from the slider
+        page.locator(".jp-InputArea-prompt", has_text="[*]").first.wait_for(
+            state="detached", timeout=240_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                               timeout=60_000)
         slider = root.locator('[data-knob="d_k"]')
         slider.scroll_into_view_if_needed()
         slider.focus()
@@ -204,7 +208,7 @@ def test_dk_slider_redraws_in_jupyterlab(browser, lab):
             page.evaluate("() => { window.__keyAt = null; document.addEventListener('keydown',"
                           " () => { window.__keyAt = performance.now(); },"
                           " {capture: true, once: true}); }")
-            page.keyboard.press(key)
+            slider.press(key)  # focuses the slider first
             page.wait_for_function("([el, n]) => el.dataset.draws !== n",
                                    arg=[root.element_handle(), before], timeout=10_000)
             times.append(page.evaluate("el => Number(el.dataset.drawnAt) - window.__keyAt",
