@@ -15,10 +15,12 @@ __all__ = ["temperature_bars", "temperatures"]
 
 
 def temperatures(value=1.0, lo=-2.0, hi=2.0):
-    """T = 2 ** (k / 6) within [10 ** lo, 10 ** hi], and ``value``."""
+    """T = 2 ** (k / 6) within [10 ** lo, 10 ** hi], and ``value`` in place of its nearest."""
     step = math.log10(2) / 6
     ks = range(math.ceil(lo / step), math.floor(hi / step) + 1)
-    return sorted({round(10 ** (k * step), 10) for k in ks} | {float(value)})
+    grid = [10 ** (k * step) for k in ks]
+    grid = [t for t in grid if abs(math.log10(t / value)) > step / 4]  # no near-twin of value
+    return sorted({round(t, 10) for t in grid} | {float(value)})
 
 
 def temperature_bars(scores, tokens, *, highlight=None, value=1.0,

@@ -40,8 +40,9 @@ T_STEP = math.log10(2) / 6
 def temperature_grid(lo=-1.3, hi=1.3, value=1.0):
     """Temperatures 10 ** (k * T_STEP) within [10 ** lo, 10 ** hi], plus ``value``."""
     ks = range(math.ceil(lo / T_STEP), math.floor(hi / T_STEP) + 1)
-    grid = {round(10 ** (k * T_STEP), 10) for k in ks} | {float(value)}
-    return sorted(grid)
+    grid = [10 ** (k * T_STEP) for k in ks]
+    grid = [t for t in grid if abs(math.log10(t / value)) > T_STEP / 4]  # no near-twin of value
+    return sorted({round(t, 10) for t in grid} | {float(value)})
 
 
 def _title(config):

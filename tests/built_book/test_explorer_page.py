@@ -202,3 +202,42 @@ def test_chapter_01_slider_is_live_in_the_built_book(page, book_url):
           f"{statistics.median(DRAW_MS[-4:]):.1f} ms")
     assert not page.errors, page.errors
     assert not page.outside, page.outside
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_explorer_and_slider_pass_axe(page, dark):
+    """axe-core finds no violation of any impact in the explorer (page and kernel views) and
+    chapter 01's slider, in light and dark mode."""
+    from live_figures import axe_violations, show
+
+    from mha.live import ch01
+
+    r = widgets.explore_once(source="letters model: layer 1")  # a trained source: its table too
+    for fig in (live_explorer.explorer_figure({**widgets.DEFAULTS, "temperature": 0.5}),
+                live_explorer.view_figure(r),
+                ch01.temperature_bars([2.0, 1.6, 0.0], ["Michael", "Bay", "as"])):
+        show(page, fig, dark=dark)
+        problems = axe_violations(page)
+        assert not problems, f"{fig.name}: {problems}"
+
+
+def test_explorer_on_a_phone(browser):
+    """390 x 844 with touch: tapping a select and choosing redraws; nothing is wider than the
+    screen."""
+    from live_figures import show
+
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                                  is_mobile=True, device_scale_factor=2)
+    page = context.new_page()
+    try:
+        root = show(page, live_explorer.explorer_figure({**widgets.DEFAULTS}))
+        before = root.get_attribute("data-draws")
+        root.locator('[data-knob="num_heads"]').tap()
+        root.locator('[data-knob="num_heads"]').select_option(index=1)  # 2 heads
+        page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                               arg=[root.element_handle(), before], timeout=5_000)
+        assert state(root)["num_heads"] == 2
+        assert_matches(page, root)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    finally:
+        context.close()

@@ -1,0 +1,108 @@
+"""Key press to picture for every live figure (``mha.live``) in headless Chromium, and the weight
+of every chapter page of a built book.
+
+    python benchmarks/bench_live_figures.py [--presses 20] [--book _build/html]
+
+Each figure is loaded alone into a blank page (no kernel, no network: what the built book and
+Jupyter both run); for each of its controls the script presses a key ``--presses`` times
+(ArrowRight/ArrowLeft on sliders, ArrowDown/ArrowUp on selects, Space on toggles) and records the
+time from the key press to the new picture (``data-drawn-at`` of the figure minus the keydown
+time) and the redraw's own time as live.js measured it (``data-draw-ms``: look-up or in-page
+compute, and drawing). Reported: median and worst over all presses of the figure. With
+``--book`` it also prints the bytes of every chapter page: its HTML (live figures and their data
+are inline) plus the images it references from ``_images/``. Needs Debian's Chromium.
+"""
+
+import argparse
+import re
+import shutil
+import statistics
+from pathlib import Path
+
+
+def figures():
+    from mha import live
+    from mha.live import explorer
+
+    return {
+        "ch01 temperature_bars": live.temperature_bars([0.3, 2.0, 1.6, -0.5], list("abcd")),
+        "ch02 dk_softmax": live.dk_softmax(),
+        "ch02 mask_builder": live.mask_builder(),
+        "ch03 shared_vs_separate": live.shared_vs_separate(),
+        "ch07 explorer (in-page compute)": explorer.explorer_figure({"temperature": 0.5}),
+    }
+
+
+KEYS = {"range": ("ArrowRight", "ArrowLeft"), "step": ("ArrowLeft", "ArrowRight"),
+        "select": ("ArrowDown", "ArrowUp"), "toggle": ("Space", "Space")}
+
+
+def time_figure(page, figure, presses):
+    page.set_content(figure.page())
+    root = page.locator(f'.mha-live[data-figure="{figure.name}"]')
+    page.wait_for_function("el => Number(el.dataset.draws) >= 1", arg=root.element_handle())
+    total, draws = [], []
+    for control in figure.controls:
+        el = root.locator(f'[data-knob="{control.name}"]')
+        if el.is_disabled():
+            continue
+        for n in range(presses):
+            key = KEYS[control.kind][n % 2]
+            before = root.get_attribute("data-draws")
+            page.evaluate("() => { document.addEventListener('keydown', () => {"
+                          " window.__keyAt = performance.now(); }, {capture: true, once: true});"
+                          " }")
+            el.focus()
+            page.keyboard.press(key)
+            try:
+                page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                                       arg=[root.element_handle(), before], timeout=2_000)
+            except Exception:  # noqa: BLE001 - at the end of a slider: nothing to redraw
+                continue
+            ms, draw = page.evaluate("el => [Number(el.dataset.drawnAt) - window.__keyAt,"
+                                     " Number(el.dataset.drawMs)]", root.element_handle())
+            total.append(ms)
+            draws.append(draw)
+    return total, draws
+
+
+def page_weights(book):
+    book = Path(book)
+    for path in sorted((book / "chapters").glob("*.html")):
+        text = path.read_text(encoding="utf-8")
+        images = set(re.findall(r'src="\.\./(_images/[^"]+)"', text))
+        size = path.stat().st_size + sum((book / i).stat().st_size for i in images
+                                         if (book / i).exists())
+        print(f"  {path.name:<34} {size / 1e6:6.2f} MB  (HTML {path.stat().st_size / 1e6:.2f} "
+              f"MB, {len(images)} images)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--presses", type=int, default=20)
+    parser.add_argument("--book", help="a built book's _build/html: print its page weights")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    executable = next(filter(None, map(shutil.which, ("chromium", "chromium-browser"))), None)
+    if executable is None:
+        raise SystemExit("Chromium is not installed (apt-get install chromium)")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable,
+                                    args=["--headless=new", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        print(f"key press to picture, {args.presses} presses per control "
+              "(median / worst; the redraw itself in brackets):")
+        for name, fig in figures().items():
+            total, draws = time_figure(page, fig, args.presses)
+            print(f"  {name:<34} {statistics.median(total):5.1f} / {max(total):5.1f} ms  "
+                  f"(redraw {statistics.median(draws):4.1f} / {max(draws):5.1f} ms, "
+                  f"{len(total)} presses)")
+        browser.close()
+    if args.book:
+        print("chapter pages (bytes the browser loads from the book for the page itself):")
+        page_weights(args.book)
+
+
+if __name__ == "__main__":
+    main()
