@@ -9,7 +9,8 @@ Each is a violation for axe-core (tests/built_book/test_reading_comfort.py, whic
   visible text "Show code cell source": an accessible name that does not contain the visible
   label (axe: label-content-name-mismatch, serious). Without the aria-label the name is the text;
 - pandas writes a table's empty corner (above the index) as an empty header cell, ``<th></th>``
-  or, from a ``Styler``, ``<th class="blank ...">&nbsp;</th>`` (axe: empty-table-header): a
+  or, from a ``Styler``, ``<th class="blank ...">&nbsp;</th>``, and a Markdown table with an
+  empty first header gives ``<th class="head"><p></p></th>`` (axe: empty-table-header): a
   header that names nothing is a plain cell, ``<td>``.
 
 The theme's own markup (search buttons, colour-mode button, the sidebar's logo) is mended by the
@@ -19,7 +20,7 @@ book's versions of those components in ``_templates/``.
 import re
 
 #: an empty header cell, with or without attributes: pandas' corner and Styler blanks
-EMPTY_HEADER = re.compile(r"<th((?:\s[^>]*)?)>(?:\s|&nbsp;)*</th>")
+EMPTY_HEADER = re.compile(r"<th((?:\s[^>]*)?)>(?:\s|&nbsp;|<p>\s*</p>)*</th>")
 
 FIXES = (
     ('role="doc-biblioentry"', 'role="listitem"'),
