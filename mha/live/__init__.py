@@ -9,6 +9,9 @@ has Jupyter controls that recompute with Python, is ``mha.widgets.explorer``.
 from .ch01 import temperature_bars  # noqa: F401
 from .ch02 import dk_softmax, mask_builder  # noqa: F401
 from .ch03 import shared_vs_separate  # noqa: F401
+from .ch04 import heads_at_fixed_width  # noqa: F401
+from .ch05 import fold_valid_lens, split_explorer  # noqa: F401
+from .ch06 import one_vs_many  # noqa: F401
 from .ch08 import trained_head_lines  # noqa: F401
 from .ch09 import head_switches  # noqa: F401
 from .ch10 import decode_steps, kv_cache_size  # noqa: F401

@@ -235,6 +235,14 @@ def lines(weights, query_labels, key_labels, *, titles=None, head=0, focus=None,
     return d
 
 
+# ----------------------------------------------------------------------------- strips (ch05)
+# Integer grids too wide for a heatmap (9 x 512): live.js's ``strips`` draws each panel's grid
+# (one category per cell, e.g. a head) with one colour per category and marks a focused cell.
+# Data: {"panels": [{"title", "grid" (rows x cols, or heads side by side), "focus"}], "heads",
+# "d_head", "rows", "cols", "labels", "caption"}; see mha/live/ch05.py.
+VIEW_KINDS = VIEW_KINDS + ("strips",)
+
+
 # ----------------------------------------------------------------------------- the figure
 
 @lru_cache(maxsize=1)

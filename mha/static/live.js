@@ -653,6 +653,124 @@
       }
     });
   }
+  // ---------------------------------------------------------------- chapter 05: strips, split-heads
+  // (mha/live/ch05.py) strips: d = {panels: [{title, grid, focus}], heads, d_head, rows, cols,
+  // labels, caption}. Panels 0 and 2 are rows x cols grids of categories (heads); panel 1 is the
+  // split tensor, heads * rows rows of d_head, drawn with its heads side by side; focus is
+  // [row, col] or [head, row, col]. One colour per head, neighbours far apart in hue.
+  function headColour(h, H, t) {
+    var k = H >= 8 ? H / 2 - 1 : 1, hue = Math.round(((h * k) % H) * 360 / H);
+    return "hsl(" + hue + ",65%," + (t.dark ? "62%" : "45%") + ")";
+  }
+  function strips(canvas, d, t) {
+    var H = d.heads, Dh = d.d_head, R = d.rows, C = d.cols, gap = 3, rowH = 10;
+    var width = avail(canvas), probe = setup(canvas, 10, 10), lab = 0;
+    probe.font = "10px sans-serif";
+    d.labels.forEach(function (s) { lab = Math.max(lab, probe.measureText(s).width); });
+    lab = Math.ceil(lab) + 6;
+    var cw = (width - lab - 8 - (H - 1) * gap) / C, panelH = 22 + R * rowH + 16, top = 22;
+    var ctx = setup(canvas, width, top + 3 * panelH), r, c;
+    caption(ctx, d.caption || "", width, t);
+    function xOf(p, col, head) { return lab + (p === 1 ? head * (Dh * cw + gap) + col * cw : col * cw); }
+    d.panels.forEach(function (panel, p) {
+      var y0 = top + p * panelH + 20, g = panel.grid, f = panel.focus;
+      ctx.font = "bold 12px sans-serif"; ctx.fillStyle = t.fg; ctx.textAlign = "left";
+      var title = panel.title;
+      while (ctx.measureText(title).width > width - 8 && title.length > 12) title = title.slice(0, -2);
+      if (title !== panel.title) title = title.slice(0, -1) + "\u2026";
+      ctx.fillText(title, 4, y0 - 10);
+      ctx.font = "10px sans-serif"; ctx.textAlign = "right";
+      for (r = 0; r < R; r++) ctx.fillText(p === 1 ? "row " + r : d.labels[r], lab - 4, y0 + (r + 0.5) * rowH);
+      for (var head = 0; head < (p === 1 ? H : 1); head++) {
+        for (r = 0; r < R; r++) {
+          var line = g[p === 1 ? head * R + r : r], start = 0;
+          for (c = 1; c <= line.length; c++) { // one rectangle per run of one head
+            if (c < line.length && line[c] === line[start]) continue;
+            ctx.fillStyle = headColour(line[start], H, t);
+            var x = xOf(p, start, head);
+            ctx.fillRect(x, y0 + r * rowH, xOf(p, c, head) - x + 0.4, rowH - 1);
+            start = c;
+          }
+        }
+      }
+      ctx.textAlign = "center"; ctx.fillStyle = t.fg;
+      if (p === 1) {
+        for (head = 0; head < H; head++) {
+          if (Dh * cw >= 22 || head === f[0]) ctx.fillText("h" + head, xOf(1, Dh / 2, head), y0 + R * rowH + 8);
+        }
+      } else {
+        [0, 128, 256, 384, 511].forEach(function (col) { ctx.fillText(String(col), Math.min(xOf(0, col + 0.5), width - 12), y0 + R * rowH + 8); });
+      }
+      var fr = f.length === 3 ? f[1] : f[0], fc = f.length === 3 ? f[2] : f[1], fh = f.length === 3 ? f[0] : 0;
+      var fx = xOf(p, fc + 0.5, fh), fy = y0 + (fr + 0.5) * rowH;
+      ctx.strokeStyle = t.fg; ctx.lineWidth = 1; ctx.beginPath(); // crosshair through the number
+      ctx.moveTo(lab, fy); ctx.lineTo(xOf(p, C / (p === 1 ? H : 1), p === 1 ? H - 1 : 0), fy);
+      ctx.moveTo(fx, y0); ctx.lineTo(fx, y0 + R * rowH); ctx.stroke();
+      ctx.strokeStyle = t.accent; ctx.lineWidth = 2.5; ctx.beginPath(); ctx.arc(fx, fy, 6, 0, 7); ctx.stroke();
+      ctx.lineWidth = 1;
+    });
+    canvas.dataset.values = JSON.stringify(d.panels.map(function (q) { return { grid: q.grid, focus: q.focus }; }));
+    return (d.caption ? d.caption + ". " : "") + d.panels.map(function (q) {
+      return q.title + ", the number at [" + q.focus.join(", ") + "]";
+    }).join("; ") + ". Colour: the head (" + H + " heads).";
+  }
+  CANVAS_VIEWS.strips = strips;
+
+  function ints16(b64) { // base64 of little-endian int16 -> Int16Array
+    var s = atob(b64), out = new Int16Array(s.length / 2);
+    for (var i = 0; i < out.length; i++) out[i] = (s.charCodeAt(2 * i) | (s.charCodeAt(2 * i + 1) << 8)) << 16 >> 16;
+    return out;
+  }
+  // split-heads: the numbers 1..rows*cols, split into heads by mha.split_heads (or the reshape
+  // without transpose) and merged back by mha.merge_heads, as Python exported them; the page
+  // only finds the chosen number in them (mha.live.ch05.split_state draws the same in Python)
+  COMPUTE["split-heads"] = function (v, data, changed, root) {
+    var memo = root.mhaSplit || (root.mhaSplit = {}), R = data.rows, C = data.cols, H = v.num_heads;
+    var Dh = C / H, key = H + "," + (v.wrong ? 1 : 0), input = memo.input || (memo.input = ints16(data.input));
+    if (!memo[key]) {
+      var lay = data.layouts[key], split = ints16(lay.split), merged = ints16(lay.merged);
+      var pos = new Int32Array(R * C), p, r;
+      for (p = 0; p < split.length; p++) pos[split[p] - 1] = p;
+      var headOf = function (val) { return Math.floor(pos[val - 1] / (R * Dh)); };
+      var grids = [[], [], []];
+      for (r = 0; r < R; r++) {
+        var a = [], b = [];
+        for (var c = 0; c < C; c++) { a.push(headOf(input[r * C + c])); b.push(headOf(merged[r * C + c])); }
+        grids[0].push(a); grids[2].push(b);
+      }
+      for (var h0 = 0; h0 < H; h0++) for (r = 0; r < R; r++) { var row = []; for (p = 0; p < Dh; p++) row.push(h0); grids[1].push(row); }
+      memo[key] = { merged: merged, pos: pos, grids: grids };
+    }
+    var m = memo[key], n = input[v.token * C + v.feature], at = m.pos[n - 1];
+    var h = Math.floor(at / (R * Dh)), rw = Math.floor(at / Dh) % R, col = at % Dh;
+    var q = m.merged.indexOf(n), t2 = Math.floor(q / C), f2 = q % C;
+    var name = v.wrong ? "reshape without transpose" : "split_heads", tok = data.tokens;
+    var nn = n.toLocaleString("en"), heads = H + " head" + (H > 1 ? "s" : "") + " of " + Dh;
+    var how = v.wrong ? (n - 1) + " = " + h + " x " + (R * Dh) + " + " + rw + " x " + Dh + " + " + col + " (reading order)"
+      : v.feature + " = " + h + " x " + Dh + " + " + col;
+    var home = t2 === v.token && f2 === v.feature;
+    return {
+      views: {
+        strips: { heads: H, d_head: Dh, rows: R, cols: C, labels: tok,
+          caption: nn + " = input[0, " + v.token + ", " + v.feature + "], " + heads,
+          panels: [
+            { title: "input (1, 9, 512): colour = the head that " + name + " gives each number to",
+              grid: m.grids[0], focus: [v.token, v.feature] },
+            { title: name + " -> (1, " + H + ", 9, " + Dh + "): the heads side by side", grid: m.grids[1],
+              focus: [h, rw, col] },
+            { title: "merge_heads -> (1, 9, 512): colour = the head each number came from",
+              grid: m.grids[2], focus: [t2, f2] }] },
+        path: { columns: ["step", "index", "value"], caption: "The number " + nn + ", step by step",
+          rows: [["input", "[0, " + v.token + ", " + v.feature + "]", n], [name, "[0, " + h + ", " + rw + ", " + col + "]", n],
+            ["merge_heads", "[0, " + t2 + ", " + f2 + "]", n]] } },
+      readout: nn + " (token " + v.token + " \"" + tok[v.token] + "\", feature " + v.feature + "): " + name +
+        " puts it in head " + h + ", row " + rw + ", column " + col + " (" + how + "); merge_heads brings it to token " +
+        t2 + ", feature " + f2 + (home ? ", where it started." : ", not where it started (token " + v.token +
+        ", feature " + v.feature + ")."),
+      state: { num_heads: H, token: v.token, feature: v.feature, wrong: v.wrong, number: n, head: h, row: rw,
+        column: col, back: [t2, f2] } };
+  };
+
   // the book's theme switch: redraw in the new colours
   if (window.MutationObserver) {
     new MutationObserver(function () {

@@ -1,0 +1,189 @@
+"""Chapter 05's live figures in Chromium: where split_heads puts a number; valid_lens folded.
+
+Without a build: each figure alone in a blank page. The split explorer computes in the page
+from the tensors the package exported; every control moved from the keyboard changes the
+picture, and what it draws (the head of every number in the three strips, the focused number's
+index at every step, the readout) equals ``mha.live.ch05.split_state`` in Python, which in turn
+is checked against ``mha.split_heads`` and ``mha.merge_heads`` (tests/test_live_ch05.py). The
+folded valid_lens figure's masks and weights equal a by-hand computation (to 1e-3). axe-core
+finds nothing in light and dark mode; at 390 x 844 with touch a tap redraws and nothing is
+wider than the screen. On the built book: the same on chapter 05's page.
+"""
+
+import math
+import statistics
+
+import pytest
+import torch
+from live_figures import (
+    DRAW_MS,
+    axe_violations,
+    drawn,
+    press,
+    readout,
+    root_of,
+    same,
+    show,
+    timing,
+    values,
+    wait_drawn,
+)
+
+from mha.live import ch05
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def page(browser):
+    """A 1280 x 1000 page that records console errors and uncaught exceptions."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    page.errors = []
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    yield page
+    context.close()
+
+
+def table_rows(root, view):
+    return root.locator(f'[data-view="{view}"]').evaluate(
+        "el => [...el.querySelectorAll('tr')].slice(1).map(r => [...r.children]"
+        ".map(c => c.textContent))")
+
+
+def check_split(root):
+    v = values(root)
+    want = ch05.split_state(v["num_heads"], v["token"], v["feature"], v["wrong"])
+    assert v == want["state"], (v, want["state"])
+    panels = want["views"]["strips"]["panels"]
+    assert drawn(root, "strips") == [{"grid": p["grid"], "focus": p["focus"]} for p in panels]
+    rows = [[str(c) if not isinstance(c, int) else f"{c:,}" for c in r]
+            for r in want["views"]["path"]["rows"]]
+    assert table_rows(root, "path") == rows
+    assert readout(root) == want["readout"]
+    return v
+
+
+def move_split(page, root):
+    times = []
+    moves = (("feature", "ArrowRight"), ("num_heads", "ArrowRight"), ("token", "ArrowDown"),
+             ("wrong", "Space"), ("feature", "PageUp"), ("num_heads", "Home"),
+             ("wrong", "Space"), ("feature", "End"), ("num_heads", "End"))
+    for knob, key in moves:
+        before = root.get_attribute("data-state")
+        times.append(press(page, root, knob, key))
+        assert root.get_attribute("data-state") != before, f"{knob} {key}: nothing changed"
+        check_split(root)
+    return times
+
+
+def expected_fold(v):
+    """The folded rows' masks (B * H, Lk) and first-query weights by hand."""
+    H, lens = v["num_heads"], torch.tensor([v["len0"], v["len1"]])
+    lens = lens.repeat_interleave(H) if v["expansion"].startswith("repeat_interleave") \
+        else lens.repeat(H)
+    allowed = torch.arange(6) < lens[:, None]  # (B * H, Lk)
+    layer, query, memory = ch05._small(H)
+    d = 32 // H
+    with torch.no_grad():
+        q = layer.W_q(query)[:, 0].view(2, H, d).reshape(2 * H, d)  # first query of each row
+        k = layer.W_k(memory).view(2, 6, H, d).transpose(1, 2).reshape(2 * H, 6, d)
+        s = (k @ q[:, :, None])[..., 0] / math.sqrt(d)  # (B * H, Lk)
+    w = torch.softmax(s.masked_fill(~allowed, float("-inf")), -1)
+    return [allowed.float().tolist()], [w.tolist()]
+
+
+def check_fold(root):
+    v = values(root)
+    mask, weights = expected_fold(v)
+    assert same(drawn(root, "mask"), mask) and same(drawn(root, "weights"), weights), v
+    return v
+
+
+def move_fold(page, root):
+    times = []
+    for knob, key in (("expansion", "ArrowUp"), ("len0", "ArrowRight"), ("expansion",
+                      "ArrowDown"), ("num_heads", "ArrowLeft"), ("len1", "Home"),
+                      ("num_heads", "End")):
+        before = drawn(root, "mask") + drawn(root, "weights")
+        times.append(press(page, root, knob, key))
+        assert drawn(root, "mask") + drawn(root, "weights") != before, \
+            f"{knob} {key}: the picture did not change"
+        check_fold(root)
+    return times
+
+
+def test_split_explorer_draws_what_the_package_computes(page):
+    root = show(page, ch05.split_explorer())
+    assert check_split(root)["head"] == 3
+    times = move_split(page, root)
+    assert values(root)["num_heads"] == 16 and values(root)["feature"] == 511
+    # a number anywhere: the slider filled with a value
+    root.locator('[data-knob="feature"]').fill("300")
+    assert check_split(root)["feature"] == 300
+    print(f"\nchapter 05 split explorer, key press to picture (no build): {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-len(times):])}")
+    assert statistics.median(DRAW_MS[-len(times):]) <= 16 and statistics.median(times) < 50
+    assert not page.errors, page.errors
+
+
+def test_fold_valid_lens_draws_what_pytorch_computes(page):
+    root = show(page, ch05.fold_valid_lens())
+    v = check_fold(root)
+    assert v["expansion"] == ch05.EXPANSIONS[1] and "4 of 8 folded rows" in readout(root)
+    times = move_fold(page, root)
+    print(f"\nchapter 05 folded valid_lens, key press to picture (no build): {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-6:])}")
+    assert statistics.median(DRAW_MS[-6:]) <= 16 and statistics.median(times) < 50
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_ch05_figures_pass_axe(page, dark):
+    for figure in (ch05.split_explorer(), ch05.fold_valid_lens()):
+        show(page, figure, dark=dark)
+        problems = axe_violations(page)
+        assert not problems, f"{figure.name}: {problems}"
+
+
+def test_phone_touch(browser):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                                  is_mobile=True, device_scale_factor=2)
+    page = context.new_page()
+    try:
+        for figure, knob in ((ch05.split_explorer(), "wrong"),
+                             (ch05.fold_valid_lens(), "len0")):
+            root = show(page, figure)
+            before = root.get_attribute("data-draws")
+            control = root.locator(f'[data-knob="{knob}"]')
+            box = control.bounding_box()  # a slider: tap its right end
+            control.tap(position={"x": box["width"] - 4, "y": box["height"] / 2})
+            page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                                   arg=[root.element_handle(), before], timeout=5_000)
+            widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
+                                   "'.mha-live canvas, .mha-live .mha-control, .mha-live "
+                                   "table')].map(e => e.getBoundingClientRect().right))")
+            assert widest <= 390, f"{figure.name}: {widest} px wide on a 390 px screen"
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        check_fold(root)
+    finally:
+        context.close()
+
+
+def test_chapter_05_figures_are_live_in_the_built_book(page, book_url):
+    page.goto(f"{book_url}/chapters/05_heads_as_matmul.html", wait_until="load")
+    split, fold = root_of(page, "split-explorer"), root_of(page, "fold-valid-lens")
+    for root in (split, fold):
+        wait_drawn(page, root)
+    split.scroll_into_view_if_needed()
+    check_split(split)
+    times = move_split(page, split)
+    fold.scroll_into_view_if_needed()
+    check_fold(fold)
+    times_fold = move_fold(page, fold)
+    draws = DRAW_MS[-len(times + times_fold):]
+    print(f"\nchapter 05 (built book), key press to picture: split explorer {timing(times)}; "
+          f"folded valid_lens {timing(times_fold)}; redraw {timing(draws)}")
+    assert statistics.median(draws) <= 16
+    assert not page.errors, page.errors

@@ -1,0 +1,145 @@
+"""Chapter 06's live figure in Chromium: one head against h heads with the same projections.
+
+Without a build: the figure alone in a blank page; the h slider and the query select change the
+picture from the keyboard; the h heads' weights drawn equal PyTorch's softmax of each head's
+partial scores over sqrt(512 / h), the one head's its full scores over sqrt(512), and the
+"product" row equals the one head (to 1e-3); axe-core finds nothing in light and dark mode; at
+390 x 844 with touch a tap redraws and nothing is wider than the screen. On the built book: the
+same on chapter 06's page.
+"""
+
+import math
+import statistics
+
+import pytest
+import torch
+from live_figures import (
+    DRAW_MS,
+    axe_violations,
+    drawn,
+    press,
+    readout,
+    root_of,
+    same,
+    show,
+    timing,
+    values,
+    wait_drawn,
+)
+
+from mha.live import ch06
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def page(browser):
+    """A 1280 x 1000 page that records console errors and uncaught exceptions."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    page.errors = []
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def figure():
+    return ch06.one_vs_many()
+
+
+def expected(h, query):
+    """(one head's row, the h heads' rows) by hand from the default layer's W_q, W_k."""
+    layer, x = ch06._default_layer_and_input()
+    with torch.no_grad():
+        q, k = layer.W_q(x)[0], layer.W_k(x)[0]  # (9, 512)
+    one = torch.softmax(k @ q[query] / math.sqrt(512), -1)  # (9,)
+    d = 512 // h
+    qh, kh = q[query].view(h, d), k.view(9, h, d).transpose(0, 1)  # (h, d), (h, 9, d)
+    heads = torch.softmax((kh @ qh[:, :, None])[..., 0] / math.sqrt(d), -1)  # (h, 9)
+    return one, heads
+
+
+def check(root):
+    v = values(root)
+    one, heads = expected(v["h"], v["query"])
+    rows = drawn(root, "one")[0]  # one head, product, mean
+    assert same(rows[0], one.tolist()) and same(rows[1], one.tolist()), v
+    assert same(rows[2], heads.mean(0).tolist()), v
+    assert same(drawn(root, "heads"), [heads.tolist()]), v
+    scale = root.locator('[data-view="scale"]').inner_text()
+    assert f"sqrt({512 // v['h']}) = {math.sqrt(512 // v['h']):.2f}" in scale
+    assert f"{v['h']} head" in readout(root)
+    return v
+
+
+def move(page, root):
+    times = []
+    for knob, key in (("h", "ArrowRight"), ("query", "ArrowDown"), ("h", "End"),
+                      ("query", "ArrowUp"), ("h", "Home"), ("h", "ArrowRight")):
+        before = drawn(root, "heads")
+        times.append(press(page, root, knob, key))
+        assert drawn(root, "heads") != before, f"{knob} {key}: the picture did not change"
+        check(root)
+    return times
+
+
+def test_one_vs_many_draws_what_pytorch_computes(page, figure):
+    root = show(page, figure)
+    assert check(root)["h"] == 8
+    times = move(page, root)
+    assert values(root)["h"] == 2
+    print(f"\nchapter 06 one head vs h heads, key press to picture (no build): "
+          f"{timing(times)}; redraw {timing(DRAW_MS[-6:])}")
+    assert statistics.median(DRAW_MS[-6:]) <= 16 and statistics.median(times) < 50
+    assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_one_vs_many_passes_axe(page, figure, dark):
+    show(page, figure, dark=dark)
+    problems = axe_violations(page)
+    assert not problems, problems
+
+
+def test_phone_touch(browser, figure):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                                  is_mobile=True, device_scale_factor=2)
+    page = context.new_page()
+    try:
+        root = show(page, figure)
+        before = root.get_attribute("data-draws")
+        slider = root.locator('[data-knob="h"]')
+        box = slider.bounding_box()
+        slider.tap(position={"x": box["width"] - 4, "y": box["height"] / 2})  # the right end
+        page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                               arg=[root.element_handle(), before], timeout=5_000)
+        widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
+                               "'.mha-live canvas, .mha-live .mha-control, .mha-live table')]"
+                               ".map(e => e.getBoundingClientRect().right))")
+        assert widest <= 390, f"{widest} px wide on a 390 px screen"
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        check(root)
+    finally:
+        context.close()
+
+
+def test_chapter_06_figure_is_live_in_the_built_book(page, book_url):
+    """On the page the figure holds the chapter's own layer and sentence: compare with the
+    identity instead (product row = one head; the mean row = the heads' mean)."""
+    page.goto(f"{book_url}/chapters/06_one_big_head.html", wait_until="load")
+    root = root_of(page, "one-vs-many")
+    wait_drawn(page, root)
+    root.scroll_into_view_if_needed()
+    times = []
+    for knob, key in (("h", "ArrowRight"), ("query", "ArrowDown"), ("h", "Home")):
+        times.append(press(page, root, knob, key))
+        one, product, mean = drawn(root, "one")[0]
+        heads = torch.tensor(drawn(root, "heads")[0])
+        assert same(one, product) and same(mean, heads.mean(0).tolist())
+        assert len(heads) == values(root)["h"]
+    print(f"\nchapter 06 (built book), key press to picture: {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-3:])}")
+    assert statistics.median(DRAW_MS[-3:]) <= 16
+    assert not page.errors, page.errors

@@ -1,0 +1,55 @@
+"""Chapter 04's live figure (mha.live.ch04): num_heads at d_model = 512."""
+
+import math
+
+import pytest
+import torch
+
+import mha
+from mha.live import ch04
+
+
+def test_each_heads_weights_are_the_softmax_of_its_own_scaled_scores():
+    x = 3 * torch.randn(1, 9, 512, generator=torch.Generator().manual_seed(0))
+    torch.manual_seed(0)
+    layer = mha.MultiHeadAttention(512, 8)
+    with torch.no_grad():
+        q = layer.W_q(x).view(1, 9, 8, 64).transpose(1, 2)  # by hand: (1, 8, 9, 64)
+        k = layer.W_k(x).view(1, 9, 8, 64).transpose(1, 2)
+        want = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(64), -1)[0]
+    torch.testing.assert_close(ch04.head_weights(8), want)
+    torch.testing.assert_close(ch04.head_weights(8, x), want)
+
+
+def test_the_parameters_stay_four_d_model_squared():
+    for h in ch04.HEADS:
+        c = ch04.parameter_counts(h)
+        assert c["d_head"] * h == 512
+        assert c["one_head"] == 3 * 512 * (512 // h)
+        assert c["layer"] == c["loop"] == c["all_heads"] + c["W_o"] == 4 * 512**2
+        assert c["layer"] == sum(p.numel() for p in mha.MultiHeadAttention(512, h).parameters())
+
+
+def test_the_figure_lists_every_setting_and_leaves_the_random_state_alone():
+    torch.manual_seed(7)
+    before = torch.get_rng_state()
+    fig = ch04.heads_at_fixed_width()
+    assert torch.equal(torch.get_rng_state(), before)
+    assert len(fig.states) == len(ch04.HEADS) * 9
+    s = fig.state(num_heads=16, query=3)
+    grid = s["views"]["weights"]["grids"][0]
+    assert len(grid) == 16 and all(len(row) == 9 for row in grid)
+    torch.testing.assert_close(torch.tensor(grid), ch04.head_weights(16)[:, 3], atol=1e-5,
+                               rtol=0)
+    rows = s["views"]["counts"]["rows"]
+    assert rows[0] == ["d_head = 512 / num_heads", 32] and rows[-3][1] == 1_048_576
+    assert "16 heads of width 32" in s["readout"] and "1,048,576" in s["readout"]
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="num_heads must be one of"):
+        ch04.heads_at_fixed_width(num_heads=3)
+    with pytest.raises(ValueError, match="query must be one of the tokens"):
+        ch04.heads_at_fixed_width(query="Hopkin")
+    with pytest.raises(ValueError, match=r"x must have shape \(1, 9, 512\)"):
+        ch04.heads_at_fixed_width(x=torch.zeros(1, 9, 64))

@@ -1,0 +1,91 @@
+"""Chapter 05's live figures (mha.live.ch05): split_heads on the numbers, folded valid_lens."""
+
+import base64
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import mha
+from mha.live import ch05
+
+
+def test_split_state_follows_each_number_through_split_and_merge():
+    for h in ch05.HEADS:
+        d = 512 // h
+        for token, feature in ((0, 0), (2, 209), (8, 511), (5, 300)):
+            s = ch05.split_state(h, token, feature)["state"]
+            n = 512 * token + feature + 1
+            assert s["number"] == n
+            assert (s["head"], s["row"], s["column"]) == (feature // d, token, feature % d)
+            assert mha.split_heads(ch05.numbers(), h)[0, s["head"], s["row"], s["column"]] == n
+            assert s["back"] == [token, feature]
+
+
+def test_the_reshape_without_transpose_deals_numbers_in_reading_order():
+    s = ch05.split_state(8, 2, 209, wrong=True)["state"]
+    n = 512 * 2 + 209 + 1
+    assert (s["head"], s["row"], s["column"]) == ((n - 1) // (9 * 64), (n - 1) // 64 % 9,
+                                                  (n - 1) % 64)
+    assert s["back"] != [2, 209]  # merge_heads does not bring it home
+    assert ch05.numbers().reshape(1, 8, 9, 64)[0, s["head"], s["row"], s["column"]] == n
+
+
+def test_strips_colour_every_number_by_its_head():
+    v = ch05.split_state(4, 0, 0)["views"]["strips"]
+    grid = torch.tensor(v["panels"][0]["grid"])  # (9, 512)
+    assert torch.equal(grid, (torch.arange(512) // 128).expand(9, 512))
+    assert torch.equal(torch.tensor(v["panels"][2]["grid"]), grid)  # merged back in place
+    wrong = torch.tensor(ch05.split_state(8, 0, 0, True)["views"]["strips"]["panels"][0]["grid"])
+    assert (wrong[0] == 0).all()  # "head 0" gets the whole first token
+
+
+def test_the_exported_tensors_are_the_packages():
+    data = ch05._export()
+
+    def ints(b64):
+        return torch.from_numpy(np.frombuffer(base64.b64decode(b64), "<i2").astype("int64"))
+
+    assert torch.equal(ints(data["input"]), ch05.numbers().flatten())
+    for h in ch05.HEADS:
+        split = mha.split_heads(ch05.numbers(), h)
+        assert torch.equal(ints(data["layouts"][f"{h},0"]["split"]), split.flatten())
+        assert torch.equal(ints(data["layouts"][f"{h},0"]["merged"]),
+                           mha.merge_heads(split).flatten())
+
+
+def test_folded_weights_match_the_layer_only_with_repeat_interleave():
+    for h in ch05.FOLD_HEADS:
+        right, package = ch05.folded_weights(h, 2, 5, ch05.EXPANSIONS[0])
+        torch.testing.assert_close(right.reshape(2, h, 3, 6), package)
+    wrong, package = ch05.folded_weights(4, 2, 5, ch05.EXPANSIONS[1])
+    bad = (wrong.reshape(2, 4, 3, 6) - package).abs().amax((-2, -1)) > 1e-6  # (B, H)
+    assert bad.flatten().tolist() == [False, True, False, True, True, False, True, False]
+    # by hand: the folded row r of sequence r // H, its own scaled scores
+    layer, query, memory = ch05._small(4)
+    with torch.no_grad():
+        q = layer.W_q(query)[0, :, 8:16]  # sequence 0, head 1 (d_head 8)
+        k = layer.W_k(memory)[0, :, 8:16]
+        s = q @ k.T / math.sqrt(8)
+    torch.testing.assert_close(wrong[1], torch.softmax(s.masked_fill(torch.arange(6) >= 5,
+                                                                     float("-inf")), -1))
+
+
+def test_fold_figure_marks_the_wrong_rows():
+    fig = ch05.fold_valid_lens()
+    assert len(fig.states) == 2 * 3 * 6 * 6
+    s = fig.state()
+    assert s["state"]["wrong_rows"] == [1, 3, 4, 6]
+    assert "4 of 8 folded rows get the other sequence's length" in s["readout"]
+    right = fig.state(expansion=ch05.EXPANSIONS[0])
+    assert right["state"]["wrong_rows"] == [] and not right["views"]["mask"]["marks"]
+    assert not right["views"]["weights"]["marks"]
+    assert fig.state(num_heads=1)["state"]["wrong_rows"] == []  # one head: both the same
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="feature must be one of"):
+        ch05.split_explorer(feature=512)
+    with pytest.raises(ValueError, match="expansion must be one of"):
+        ch05._expand(torch.tensor([1, 2]), 2, "tile")

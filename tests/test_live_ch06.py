@@ -1,0 +1,58 @@
+"""Chapter 06's live figure (mha.live.ch06): one head against h heads, same projections."""
+
+import math
+
+import pytest
+import torch
+
+import mha
+from mha.live import ch06
+
+
+def test_every_h_uses_the_same_matrices_and_its_own_scale():
+    layer, x = ch06._default_layer_and_input()
+    weights = ch06.weights_per_h(layer, x)
+    with torch.no_grad():
+        q, k = layer.W_q(x)[0], layer.W_k(x)[0]  # (9, 512) each
+    for h in ch06.HEADS:
+        d = 512 // h
+        qh, kh = q.view(9, h, d).transpose(0, 1), k.view(9, h, d).transpose(0, 1)
+        want = torch.softmax(qh @ kh.transpose(-2, -1) / math.sqrt(d), -1)  # (h, 9, 9)
+        torch.testing.assert_close(weights[h], want, atol=1e-5, rtol=0)
+
+
+def test_the_normalised_product_is_the_one_head_and_the_mean_is_not():
+    weights = ch06.weights_per_h()
+    for h in ch06.HEADS[1:]:
+        for query in range(9):
+            p_heads = weights[h][:, query]
+            torch.testing.assert_close(ch06.product_of_heads(p_heads), weights[1][0, query],
+                                       atol=1e-5, rtol=0)
+    gaps = [ch06.many_heads_state(8, query, weights)["state"]["gap"] for query in range(9)]
+    assert max(gaps) > 0.05
+
+
+def test_the_figure_takes_the_chapters_layer():
+    torch.manual_seed(3)
+    eight = mha.MultiHeadAttention(512, 8)
+    x = 3 * torch.randn(1, 9, 512)
+    before = torch.get_rng_state()
+    fig = ch06.one_vs_many(layer=eight, x=x)
+    assert torch.equal(torch.get_rng_state(), before)
+    assert len(fig.states) == len(ch06.HEADS) * 9
+    with torch.no_grad():
+        _, w8 = eight(x, need_weights=True)
+    s = fig.state(h=8, query=3)
+    torch.testing.assert_close(torch.tensor(s["views"]["heads"]["grids"][0]), w8[0, :, 3],
+                               atol=1e-5, rtol=0)
+    rows = s["views"]["scale"]["rows"]
+    assert rows[1] == ["scores divided by", "sqrt(512) = 22.63", "sqrt(64) = 8.00"]
+    assert fig.state(h=1)["views"]["heads"]["grids"][0][0] == \
+        fig.state(h=1)["views"]["one"]["grids"][0][0]
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="h must be one of"):
+        ch06.one_vs_many(h=3)
+    with pytest.raises(ValueError, match="layer must be a MultiHeadAttention with d_model 512"):
+        ch06.one_vs_many(layer=mha.MultiHeadAttention(64, 8))
