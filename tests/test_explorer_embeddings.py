@@ -6,13 +6,13 @@ import math
 
 import torch
 
-from mha import widgets
+from mha import explore
 
 
 def test_same_word_same_vector_pad_is_zero_plus_positions():
     d = 16
-    x = widgets.embed_tokens(["the", "cat", "The", "<pad>"], d)[0]  # (L, D)
-    pe = widgets._positions(4, d)
+    x = explore.embed_tokens(["the", "cat", "The", "<pad>"], d)[0]  # (L, D)
+    pe = explore._positions(4, d)
     words = x - pe
     torch.testing.assert_close(words[0], words[2])  # "the" and "The": one vector
     assert not torch.allclose(words[0], words[1])
