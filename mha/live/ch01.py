@@ -44,7 +44,8 @@ def temperature_bars(scores, tokens, *, highlight=None, value=1.0,
         return {"views": {"weights": bars(w, tokens, highlight=marked,
                                           caption=caption.replace("{T}", f"{T:.2f}"))},
                 "readout": f"T = {T:.2f}: the largest weight is {float(w[top]):.2f} "
-                           f"({tokens[top]}), the smallest {float(w.min()):.2f}.",
+                           f"({tokens[top]}), the smallest {float(w.min()):.2g} (small, never "
+                           f"zero).",
                 "state": {"temperature": T}}
 
     grid = temperatures(value)

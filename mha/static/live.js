@@ -51,7 +51,13 @@
 
   function round(x) { return x === null || !isFinite(x) ? null : Math.round(x * 1e6) / 1e6; }
   function roundDeep(a) { return Array.isArray(a) ? a.map(roundDeep) : round(a); }
-  function fmt(x) { return x === null ? "NaN" : (Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(2)); }
+  // a number as drawn: two decimals, but a small non-zero one (a softmax weight is never 0) in
+  // exponent form, so that 0.0003 does not read as "0.00"
+  function fmt(x) {
+    if (x === null) return "NaN";
+    if (x !== 0 && Math.abs(x) < 0.005) return x.toExponential(0);
+    return Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(2);
+  }
 
   function avail(canvas) { // the width of the figure (the views' box)
     var p = canvas.parentElement, w = (p && p.clientWidth) || 700;
