@@ -55,7 +55,7 @@ CSS = """<style>
  overflow-x:auto}
 .mha-live table{border-collapse:collapse;font-size:13px;margin:.4em 0}
 .mha-live td,.mha-live th{padding:0 .6em;text-align:right}
-.mha-live caption{text-align:left}
+.mha-live caption{text-align:left;color:inherit}
 .mha-live .mha-error{color:#b00020}
 html[data-theme=dark] .mha-live .mha-error{color:#ff8a80}
 </style>"""
