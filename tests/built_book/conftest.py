@@ -77,8 +77,12 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    """A fresh page (its own context) in a 1280 x 900 window."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    """A fresh page (its own context) in a 1280 x 1000 window; ``page.errors`` collects the
+    console's errors and the uncaught exceptions, for tests to assert it stays empty."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
     page = context.new_page()
+    page.errors = []
+    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
     yield page
     context.close()

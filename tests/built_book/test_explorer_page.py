@@ -24,14 +24,10 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    page.errors, page.outside = [], []
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    yield page
-    context.close()
+def page(page):
+    """conftest's page, with ``page.outside`` for the requests that leave the server."""
+    page.outside = []
+    return page
 
 
 def block_outside(page, origin):

@@ -32,17 +32,6 @@ from mha.live import ch04
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def page(browser):
-    """A 1280 x 1000 page that records console errors and uncaught exceptions."""
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    page.errors = []
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    yield page
-    context.close()
-
 
 @pytest.fixture(scope="module")
 def figure():
