@@ -1,6 +1,6 @@
 """Chapter 06's live figure: one head against h heads holding the same projections.
 
-``one_vs_many()``: a slider over the number of heads h (1, 2, 4, ..., 32, divisors of 512) and a
+``one_vs_many()``: a slider over the number of heads h (1, 2, 4, 8, 16, divisors of 512) and a
 select for the query token. For every h the package's ``mha.MultiHeadAttention(512, h)`` is
 loaded with the **same** four matrices as the 1-head layer (the chapter's ``eight`` and ``one``
 share one ``state_dict``), and run on the chapter's sentence with ``need_weights=True``. The
@@ -21,7 +21,7 @@ from .figure import Figure, View, heatmap, select, slider, table
 __all__ = ["D_MODEL", "HEADS", "TOKENS", "many_heads_state", "one_vs_many", "weights_per_h"]
 
 D_MODEL = 512
-HEADS = (1, 2, 4, 8, 16, 32)
+HEADS = (1, 2, 4, 8, 16)  # 32 rows of 9 keys no longer fit the column
 TOKENS = ("Anthony", "Hopkins", "admired", "Michael", "Bay", "as", "a", "great",
           "director.")
 
@@ -71,17 +71,23 @@ def many_heads_state(h, query, weights):
     word, top = TOKENS[query], int(p_one.argmax())
     agree = int((p_heads.argmax(-1) == top).sum())
     heads = "head" if h == 1 else "heads"
-    rows = [f"1 head, / sqrt({D_MODEL})", f"product of the {h} {heads}",
+    rows = [f"1 head (scores / sqrt({D_MODEL}))", f"product of the {h} {heads}",
             f"mean of the {h} {heads}"]
-    scale = table(["quantity", "1 head", f"each of {h} {heads}"],
+    scale = table(["quantity", "1 head", "the 1 head" if h == 1 else f"each of {h} heads"],
                   [["d_k of q . k", D_MODEL, d_head],
                    ["scores divided by", f"sqrt({D_MODEL}) = {math.sqrt(D_MODEL):.2f}",
                     f"sqrt({d_head}) = {math.sqrt(d_head):.2f}"],
                    ["distributions per query", 1, h],
-                   [f'largest weight of "{word}"', float(p_one.max()),
+                   [f'largest weight in the row of "{word}" (all heads)', float(p_one.max()),
                     float(p_heads.max())]],
                   caption=f"The scale: sqrt(d_model) for one head, sqrt(d_head) = "
                           f"sqrt(512 / {h}) for each of {h}")
+    if h == 1:
+        verdict = "with h = 1 the layer is the 1-head layer itself."
+    else:
+        verb = "prefers" if agree == 1 else "prefer"
+        verdict = (f"{agree} of the {h} heads {verb} it; the mean of the heads is up to "
+                   f"{gap:.2f} away from the one head, their normalised product equals it.")
     return {
         "views": {
             "one": heatmap(torch.stack([p_one, product, mean]), rows, TOKENS, numbers=True,
@@ -90,13 +96,11 @@ def many_heads_state(h, query, weights):
                                                                "columns: keys"),
             "heads": heatmap(p_heads, [f"head {i}" for i in range(h)], TOKENS, numbers=True,
                              caption=f'Query "{word}": {h} {heads} of d_head = {d_head}, '
-                                     f'the same W^Q, W^K', axes="rows: heads, columns: keys"),
+                                     f'the same matrices', axes="rows: heads, columns: keys"),
             "scale": scale},
         "readout": (f'{h} {heads} of width {d_head}, scores divided by sqrt({d_head}) = '
                     f'{math.sqrt(d_head):.2f} (one head: sqrt(512) = 22.63): the 1-head layer '
-                    f'puts {float(p_one[top]):.2f} on "{TOKENS[top]}", {agree} of the {h} '
-                    f'{heads} prefer it; the mean of the heads is up to {gap:.2f} away from '
-                    f'the one head, their normalised product equals it.'),
+                    f'puts {float(p_one[top]):.2f} on "{TOKENS[top]}"; {verdict}'),
         "state": {"h": h, "query": query, "gap": gap, "agree": agree},
     }
 
@@ -115,13 +119,13 @@ def one_vs_many(h=8, query="Michael", layer=None, x=None):
         raise ValueError(f"layer must be a MultiHeadAttention with d_model 512; got {layer!r}")
     weights = weights_per_h(layer, x)
     return Figure(
-        name="one-vs-many", title="One head or h heads with the same W^Q, W^K, W^V, W^O",
+        name="one-vs-many", title="One head or h heads with the same four matrices",
         controls=[slider("h", "number of heads h", HEADS, h),
                   select("query", "query token", list(range(len(TOKENS))),
                          TOKENS.index(query), labels=TOKENS)],
         views=[View("one", "heatmap"), View("heads", "heatmap"), View("scale", "table")],
         state_fn=lambda h, query: many_heads_state(h, query, weights),
-        alt="Two heatmaps for one query over the 9 keys: left, the 1-head layer's weights "
-            "with the mean and the normalised product of the h heads' weights; right, the h "
+        alt="Two heatmaps for one query over the 9 keys: above, the 1-head layer's weights "
+            "with the mean and the normalised product of the h heads' weights; below, the h "
             "heads' weights, one row each, all from the same projection matrices; a table "
             "of the scale each uses.")
