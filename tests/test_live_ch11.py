@@ -88,6 +88,6 @@ def test_the_readout_never_puts_a_position_below_0_and_writes_q_dot_k():
 
 def test_the_plot_says_its_two_curves_coincide():
     plot = ch11.rope_state(5, 2)["views"]["score"]
-    assert any("coincide" in s["label"] for s in plot["series"])
+    assert "the two curves coincide" in plot["caption"]
     assert plot["series"][0]["y"] == plot["series"][1]["y"]
     assert "q\u00b7k" in plot["y_label"] and "query minus key" in plot["x_label"]

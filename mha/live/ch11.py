@@ -101,7 +101,7 @@ def rope_state(m, n):
     s = float(share.sum())
     lim = _limit()
     curves = {"key at 0, query at d": list(_curve(0)),
-              "key at n, query at n + d (the two curves coincide)": list(_curve(n))}
+              "key at n, query at n + d": list(_curve(n))}
     return {
         "views": {
             "pairs": arrows(panels, [f"q at m = {m}", f"k at n = {n}", "q at 0"], radius=radius,
@@ -113,7 +113,7 @@ def rope_state(m, n):
             "score": plot(DISTANCES, curves, marker=DISTANCES.index(d), y_min=-lim, y_max=lim,
                           x_label="distance d = m \u2212 n (query minus key)",
                           y_label="score q\u00b7k",
-                          caption="The score against the distance: one curve, drawn twice")},
+                          caption="The score against the distance (the two curves coincide)")},
         "readout": (f"m = {m}, n = {n}: distance {d}; the score q\u00b7k is {s:.3f}, the same "
                     f"for every pair of positions {d} apart ({at_origin(d)}: "
                     f"{score(max(d, 0), max(-d, 0)):.3f})."),
