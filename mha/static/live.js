@@ -324,6 +324,57 @@
     }).join("; ") + ".";
   }
   CANVAS_VIEWS.arrows = arrows;
+
+  // ---- plot with both axes log2-spaced (chapter 10's cache against the context): a
+  // self-contained addition. A plot whose data has y_log: true (and x_log) is drawn here, every
+  // other plot by plot() above. Ticks: powers of 2 (1/8, 1, 4, ...), so a quantity proportional
+  // to x is a straight line of slope 1. data-values: the numbers drawn, as plot() gives them.
+  function plotLogLog(canvas, d, t) {
+    var room = avail(canvas), width = Math.min(room, 560), height = 250, x0 = 56, y0 = 28;
+    var pw = width - x0 - 12, ph = height - y0 - 52, ctx = setup(canvas, width, height);
+    caption(ctx, d.caption || "", width, t);
+    var xs = d.x.map(function (v) { return Math.log2(v); }), all = [];
+    d.series.forEach(function (s) { all = all.concat(s.y.filter(function (v) { return v !== null && v > 0; })); });
+    var xlo = Math.min.apply(null, xs), xhi = Math.max.apply(null, xs);
+    var lo = Math.floor(Math.log2(Math.min.apply(null, all))), hi = Math.ceil(Math.log2(Math.max.apply(null, all)));
+    if (hi === lo) hi = lo + 1;
+    var step = Math.max(1, Math.ceil((hi - lo) / 5));
+    lo = Math.floor(lo / step) * step; hi = Math.ceil(hi / step) * step;
+    function X(i) { return x0 + (xs[i] - xlo) / ((xhi - xlo) || 1) * pw; }
+    function Y(v) { return y0 + ph - (Math.log2(v) - lo) / (hi - lo) * ph; }
+    function power(k) { return k >= 0 ? String(Math.pow(2, k)) : "1/" + Math.pow(2, -k); }
+    ctx.strokeStyle = t.muted; ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x0, y0 + ph);
+    ctx.lineTo(x0 + pw, y0 + ph); ctx.stroke(); ctx.fillStyle = t.fg; ctx.textAlign = "right";
+    for (var k = lo; k <= hi; k += step) ctx.fillText(power(k), x0 - 4, Y(Math.pow(2, k)));
+    ctx.textAlign = "center";
+    d.x.forEach(function (v, i) { ctx.fillText(String(v), X(i), y0 + ph + 12); });
+    ctx.fillText(d.x_label || "", x0 + pw / 2, height - 10);
+    ctx.save(); ctx.translate(12, y0 + ph / 2); ctx.rotate(-Math.PI / 2); ctx.fillText(d.y_label || "", 0, 0); ctx.restore();
+    var colours = [t.bar, t.accent, t.muted];
+    function ok(v) { return v !== null && v > 0; }
+    d.series.forEach(function (s, n) {
+      ctx.strokeStyle = ctx.fillStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.setLineDash(n ? [5, 3] : []);
+      ctx.beginPath();
+      s.y.forEach(function (v, i) { if (ok(v)) { if (i && ok(s.y[i - 1])) ctx.lineTo(X(i), Y(v)); else ctx.moveTo(X(i), Y(v)); } });
+      ctx.stroke(); ctx.setLineDash([]); ctx.lineWidth = 1;
+      s.y.forEach(function (v, i) { if (ok(v)) { ctx.beginPath(); ctx.arc(X(i), Y(v), 2.5, 0, 7); ctx.fill(); } });
+      ctx.textAlign = "left"; ctx.fillText(s.label, x0 + 8 + n * Math.floor(pw / 2), y0 + 4);
+    });
+    if (d.marker !== undefined && d.marker !== null) { // the current setting, a ring on each series
+      d.series.forEach(function (s, n) {
+        var v = s.y[d.marker]; if (!ok(v)) return;
+        ctx.strokeStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.beginPath();
+        ctx.arc(X(d.marker), Y(v), 6, 0, 7); ctx.stroke(); ctx.lineWidth = 1;
+      });
+    }
+    canvas.dataset.values = JSON.stringify(d.series.map(function (s) { return roundDeep(s.y); }));
+    return (d.caption ? d.caption + ". " : "") + "Both axes on a log scale. " + d.series.map(function (s) {
+      return s.label + ": " + d.x.map(function (x, i) { return x + " " + fmt(s.y[i]); }).join(", ");
+    }).join("; ") + ".";
+  }
+  CANVAS_VIEWS.plot = (function (linear) {
+    return function (canvas, d, t) { return d.y_log ? plotLogLog(canvas, d, t) : linear(canvas, d, t); };
+  })(CANVAS_VIEWS.plot);
   // ---------------------------------------------------------------- lines view (one head)
   // lines: d = {grids (H, Lq, Lk), rows (query labels), cols (key labels), titles, head (the
   //   head shown first), focus ([side, index] or null), focus_from ({knob, queries: [query
@@ -743,6 +794,7 @@
 
   function mountAll() {
     document.querySelectorAll(".mha-live:not([data-mounted])").forEach(function (root) {
+      if (!parsed(root)) return; // mounted by a later call, once the page has parsed it
       root.dataset.mounted = "1";
       try { mount(root); } catch (err) {
         var e = root.querySelector(".mha-error"); if (e) e.textContent = "The figure could not draw: " + err;
@@ -750,6 +802,16 @@
       }
     });
   }
+  // ---- a root the page has parsed (a self-contained addition): while a page is still loading,
+  // a timer of soon() may find a later figure's root whose spec and error box the parser has not
+  // reached yet (a page arrives in chunks); reading that spec threw "Cannot read properties of
+  // null (reading 'textContent')". A root is ready once the script after its spec (the front
+  // end, inlined after it) is in the page, or the page is parsed; DOMContentLoaded mounts the rest.
+  function parsed(root) {
+    return document.readyState !== "loading" || !!root.querySelector("script.mha-spec + script");
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", function () { mountAll(); });
+
   // ---------------------------------------------------------------- chapter 05: strips, split-heads
   // (mha/live/ch05.py) strips: d = {panels: [{title, grid, focus}], heads, d_head, rows, cols,
   // labels, caption}. Panels 0 and 2 are rows x cols grids of categories (heads); panel 1 is the
