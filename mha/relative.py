@@ -1,9 +1,10 @@
 """Multi-head attention with relative position representations (Shaw, Uszkoreit & Vaswani, 2018).
 
-Shape legend: B batch, H heads, Lq/Lk query/key lengths, D d_model, Dh d_head, R = 2K + 1
-relative distances where K = max_relative_position (see ``mha.functional``).
+Shape legend: B batch, H heads, Lq/Lk query/key lengths, D d_model, Dh d_head, R = 2 delta + 1
+relative distances where delta = max_relative_position (the book's Delta; K is the matrix of
+keys; see ``mha.functional``).
 
-Query i and key j are d = clip(j - i, -K, K) apart. Two learned tables of shape (R, Dh), shared
+Query i and key j are d = clip(j - i, -delta, delta) apart (key minus query). Two learned tables of shape (R, Dh), shared
 by all heads, give a^K_ij and a^V_ij for that distance, and (eq. 3-5 of the paper)
 
     e_ij = q_i . (k_j + a^K_ij) / sqrt(Dh),    z_i = sum_j softmax_j(e_ij) (v_j + a^V_ij).
@@ -24,7 +25,8 @@ __all__ = ["RelativeMultiHeadAttention", "relative_positions"]
 
 
 def relative_positions(num_queries, num_keys, max_relative_position, device=None):
-    """(Lq, Lk) indices into the tables: clip(j - i, -K, K) + K, in 0..2K."""
+    """(Lq, Lk) indices into the tables: clip(j - i, -delta, delta) + delta, in 0..2 delta
+    (delta = max_relative_position)."""
     num_queries = _checks.check_int("num_queries", num_queries, minimum=0)
     num_keys = _checks.check_int("num_keys", num_keys, minimum=0)
     max_relative_position = _checks.check_int("max_relative_position", max_relative_position,
@@ -32,8 +34,8 @@ def relative_positions(num_queries, num_keys, max_relative_position, device=None
     device = _checks.check_device_arg("device", device)
     i = torch.arange(num_queries, device=device)[:, None]  # (Lq, 1)
     j = torch.arange(num_keys, device=device)[None, :]  # (1, Lk)
-    K = max_relative_position
-    return (j - i).clamp(-K, K) + K  # (Lq, Lk)
+    delta = max_relative_position
+    return (j - i).clamp(-delta, delta) + delta  # (Lq, Lk)
 
 
 class RelativeMultiHeadAttention(MultiHeadAttention):

@@ -259,3 +259,23 @@ def test_temperature_bars_weights_and_checks():
         widgets.temperature_bars([1.0, 2.0], ["a"])
     with pytest.raises(ValueError, match="value"):
         widgets.temperature_bars([1.0, 2.0], ["a", "b"], value=0)
+
+
+def test_pattern_tables_say_the_patterns_overlap():
+    """A row of pattern scores need not sum to 1 (for query 0, self and first are one key): the
+    caption says so; cross-attention alignment tables are left as they are."""
+    for name in ("letters model: layer 0", "letters model: layer 1"):
+        t = webview._table(sources.head_table(name))
+        assert t["caption"].endswith(webview.OVERLAP) and "overlap" in webview.OVERLAP
+        assert any(abs(sum(r[1:]) - 1) > 0.05 for r in t["rows"])  # indeed not a partition
+    cross = webview._table(sources.head_table("translator cross-attention: layer 1"))
+    assert webview.OVERLAP not in cross["caption"]
+
+
+def test_the_title_gives_L():
+    """The readout line gives L, so it ties to 2 x L x h_kv x d_k (the KV cache)."""
+    r = widgets.explore_once(seq_len=14, num_heads=8, num_kv_heads=2)
+    assert webview.payload(r)["heads"]["caption"].startswith("8 heads, 2 key/value heads, "
+                                                             "L = 14, d_model = 64,")
+    t = widgets.explore_once(source="letters model: layer 1")
+    assert f", L = {len(t.tokens)}, T = " in webview.payload(t)["heads"]["caption"]

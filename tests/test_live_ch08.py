@@ -57,7 +57,7 @@ def test_state_shows_the_weights_of_the_query_stepped_to():
     assert len(fig.states) == 8 * 3 * 17
     _, weights, patterns = ch08.recorded()
     layer, h, pattern, _ = ch08.head_names()[1]
-    s = fig.state(head=1, sequence=2, query=5)  # query 4
+    s = fig.state(head=1, sequence=2, query=4)
     assert s["state"] == {"layer": layer, "head": h, "sequence": 2, "query": 4}
     torch.testing.assert_close(torch.tensor(s["views"]["lines"]["grids"][0]),
                                weights[layer, 2, h], atol=1e-5, rtol=0)
@@ -66,9 +66,42 @@ def test_state_shows_the_weights_of_the_query_stepped_to():
     assert s["views"]["row"]["highlight"] == patterns[pattern][2, 4].nonzero().flatten().tolist()
     top = int(weights[layer, 2, h, 4].argmax())
     assert f"on key {top} " in s["readout"]
-    assert fig.state(head=1, sequence=2, query=0)["views"]["row"] is None
+    assert fig.state(head=1, sequence=2, query=ch08.ALL)["views"]["row"] is None
+    # the step control: positions 0..15 are the queries 0..15, the last one every query
+    query = fig.spec()["controls"][2]
+    assert query["values"] == list(range(16)) + ["all"] and query["labels"][:2] == ["0", "1"]
     # the weights are stored once per head and sequence, whatever the query
     spec = fig.spec()
     stored = [d for d in spec["pool"] if d and "grids" in d]
     assert len(stored) == 8 * 3
-    assert stored[0]["focus_from"]["queries"] == [None] + list(range(16))
+    assert stored[0]["focus_from"]["queries"] == list(range(16)) + [None]
+
+
+def test_heads_are_named_by_chapter_07s_rule():
+    """One rule for both chapters: mha.sources.head_table's (best pattern above 0.8 and at
+    least 0.1 ahead of the next, else "mixed"); layer 1 head 3 scores 0.51 on induction and is
+    "mixed" in both, its best pattern still named in the title."""
+    from mha.sources import NAME_MARGIN, NAME_MIN, head_table
+
+    fig = ch08.trained_head_lines()
+    labels = fig.spec()["controls"][0]["labels"]
+    for k, (layer, h, pattern, score) in enumerate(ch08.head_names()):
+        table = head_table(f"letters model: layer {layer}")
+        role = table["names"][h]
+        assert ch08.head_role(k) == role and labels[k] == f"L{layer} H{h}: {role}"
+        row = sorted(table["rows"][h][1:], reverse=True)
+        assert (role == "mixed") == (not (row[0] > NAME_MIN and row[0] - row[1] >= NAME_MARGIN))
+        caption = fig.state(head=k)["views"]["lines"]["caption"]
+        assert caption.startswith(f"layer {layer}, head {h} ({role}; best pattern: "
+                                  f"{pattern} {score:.2f})")
+    k = [(layer, h) for layer, h, _, _ in ch08.head_names()].index((1, 3))
+    assert ch08.head_role(k) == "mixed" and "induction head" not in labels[k]
+    assert [ch08.head_role(k) for k in range(8)].count("induction head") == 1
+
+
+def test_a_query_with_no_previous_token_says_so():
+    names = ch08.head_names()
+    prev = max(range(8), key=lambda k: names[k][3] if names[k][2] == "previous" else -1)
+    s = ch08.trained_head_lines().state(head=prev, sequence=0, query=0)
+    assert "the previous pattern points nowhere for this query" in s["readout"]
+    assert s["views"]["row"]["highlight"] == []

@@ -67,3 +67,32 @@ def test_cache_sizes_are_kv_cache_bytes_of_the_chapters_models():
     assert s["views"]["sizes"]["values"][:2] == [10.0, 1.25]
     assert s["state"]["gib"] == 1.25 and "320 KiB per token" in s["readout"]
     assert fig.state(model="Falcon-7B", kind="GQA")["state"]["gib"] is None
+
+
+def test_the_growth_plot_is_log_log_and_every_line_has_slope_1():
+    """Proportional growth drawn on log-log axes is a straight line of slope 1 (a log x-axis
+    with a linear y-axis made it look exponential)."""
+    for name in MODELS:
+        for kind in ch10.KINDS:
+            growth = ch10.size_state(name, kind, 8192)["views"]["growth"]
+            assert growth["x_log"] and growth["y_log"] and "y_min" not in growth
+            assert "log scale" in growth["x_label"] and "log scale" in growth["y_label"]
+            x = torch.tensor(growth["x"], dtype=torch.float64).log2()
+            for series in growth["series"]:
+                if series["y"][0] is None:  # Falcon-7B: no GQA with 8 groups
+                    continue
+                y = torch.tensor(series["y"], dtype=torch.float64).log2()
+                slopes = (y[1:] - y[:-1]) / (x[1:] - x[:-1])
+                torch.testing.assert_close(slopes, torch.ones_like(slopes), atol=1e-3, rtol=0)
+
+
+def test_readouts_count_heads_and_quote_the_tokens_written():
+    s = ch10.size_state("Falcon-7B", "MQA", 2048)["readout"]
+    assert "(1 key/value head of 71)" in s and "1 key/value heads" not in s
+    assert "(8 key/value heads of 32)" in ch10.size_state("Mistral 7B", "GQA", 2048)["readout"]
+    run = ch10.decode_run()
+    last = ch10.decode_state(11, 0)["readout"]
+    assert run["written"][-1] == "."  # the model's full stop is a token of its own
+    assert "wrote the token '.'" in last
+    assert last.endswith("\u201c" + " ".join(run["written"]) + "\u201d") and ".." not in last
+    assert "1 token (" in ch10.decode_state(0, 0)["readout"]

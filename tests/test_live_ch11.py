@@ -58,3 +58,36 @@ def test_the_arrows_view_is_a_view_kind_and_its_data_json():
                ["q", "k"], caption="c", radius=2)
     assert d == {"panels": [{"title": "pair 0", "arrows": [[1.0, None], [0.12346, -2.0]]}],
                  "labels": ["q", "k"], "caption": "c", "radius": 2.0}
+
+
+def test_the_angle_table_reads_m_theta_minus_n_theta_for_every_pair():
+    """Three significant digits: for the slow pairs m*theta - n*theta = (m - n)*theta can be
+    read off the table (rounded to 2 decimals, pair 3 read 0.01 - 0.00 = 0.00)."""
+    for m in ch11.POSITIONS:
+        for n in ch11.POSITIONS:
+            for row in ch11.rope_state(m, n)["views"]["shares"]["rows"][:4]:
+                mt, nt, dt = (float(x) for x in row[2:5])
+                assert abs(mt - nt - dt) <= 0.0051 * max(abs(mt), abs(nt), 1e-3), (m, n, row)
+    rows = ch11.rope_state(5, 2)["views"]["shares"]["rows"]
+    assert rows[3][2:5] == ["0.005", "0.002", "0.003"]
+    assert ch11.angle(0) == "0" and ch11.angle(2e-4) == "2.00e-04"
+
+
+def test_the_readout_never_puts_a_position_below_0_and_writes_q_dot_k():
+    for m in ch11.POSITIONS:
+        for n in ch11.POSITIONS:
+            text = ch11.rope_state(m, n)["readout"]
+            assert "q\u00b7k" in text and "q . k" not in text
+            d = m - n
+            if d < 0:
+                assert f"with the query at 0, the key at {-d}:" in text, text
+            else:
+                assert f"with the key at 0, the query at {d}:" in text, text
+            assert f"{ch11.score(max(d, 0), max(-d, 0)):.3f})." in text
+
+
+def test_the_plot_says_its_two_curves_coincide():
+    plot = ch11.rope_state(5, 2)["views"]["score"]
+    assert "the two curves coincide" in plot["caption"]
+    assert plot["series"][0]["y"] == plot["series"][1]["y"]
+    assert "q\u00b7k" in plot["y_label"] and "query minus key" in plot["x_label"]

@@ -58,3 +58,29 @@ def test_the_maximum_rises_in_later_blocks():
     maxes = [float(st[0]) for st in ch12.fold(3)]
     assert all(b > a for a, b in zip(maxes, maxes[1:]))
     assert "multiplied by" in ch12.online_softmax().state(block_size=3, block=1)["readout"]
+
+
+def test_the_block_slider_follows_the_block_size():
+    """Each state limits the block slider to its block size's blocks (0..n-1) and sends it back
+    to block 0 when the block size changes, so every block size starts at its first block."""
+    fig = ch12.online_softmax()
+    for bs in ch12.BLOCK_SIZES:
+        for b in range(ch12.N_KEYS):
+            limits = fig.state(block_size=bs, block=b)["limits"]
+            assert limits == {"block": {"max": ch12.N_KEYS // bs - 1, "reset": "block_size"}}
+
+
+def test_the_first_block_has_no_rescale_and_the_readout_writes_ell():
+    fig = ch12.online_softmax()
+    for bs in ch12.BLOCK_SIZES:
+        first = dict((r[0], r[1]) for r in fig.state(block_size=bs, block=0)["views"]["numbers"]
+                     ["rows"])
+        assert first["rescale exp(m_old \u2212 m)"] == ch12.FIRST_RESCALE
+        assert "first block" in ch12.FIRST_RESCALE and "\u2212\u221e" in ch12.FIRST_RESCALE
+        if ch12.N_KEYS // bs > 1:
+            second = dict((r[0], r[1]) for r in fig.state(block_size=bs, block=1)["views"]
+                          ["numbers"]["rows"])
+            assert isinstance(second["rescale exp(m_old \u2212 m)"], float)
+        for b in range(ch12.N_KEYS // bs):
+            text = fig.state(block_size=bs, block=b)["readout"]
+            assert "\u2113 = " in text and " l = " not in text and "acc / l " not in text

@@ -5,10 +5,13 @@ layers of 4 heads; at every position it outputs the previous letter, the first l
 letter that followed the earlier occurrence of the current one). Its weights for three of the
 chapter's sequences (``task.sample(256, seed=1)``, the first three) are recorded with
 ``mha.record_attention``; every head is named by its best pattern score (``mha.tasks``'
-``pattern_masks`` and ``pattern_score`` over the 256 sequences), as the chapter names them.
+``pattern_masks`` and ``pattern_score`` over the 256 sequences), and given the name chapter 07's
+explorer gives it (``mha.sources.head_table``: its best pattern's role when that score is above
+0.8 and at least 0.1 ahead of the next, else "mixed"), so the two chapters name a head alike.
 
-The figure: pick a head and a sequence, step through the queries; the lines view shows the
-head's lines (all of them, or the current query's), the bars the current query's weights with
+The figure: pick a head and a sequence, step through the queries (positions 0..15 of the step
+control are the queries 0..15, the last one "all"); the lines view shows the head's lines (all
+of them, or the current query's), the bars the current query's weights with
 the keys its head's pattern points at in the accent colour.
 """
 
@@ -19,15 +22,18 @@ import torch
 from .. import tasks as _tasks
 from .. import tiny as _tiny
 from ..record import record_attention
-from .figure import Figure, View, _one_thread, bars, lines, select, steps
+from ..sources import head_table
+from .figure import Control, Figure, View, _one_thread, bars, lines, select
 
-__all__ = ["PATTERNS", "head_names", "recorded", "trained_head_lines"]
+__all__ = ["ALL", "PATTERNS", "head_names", "head_role", "recorded", "trained_head_lines"]
 
 #: the patterns a head is named by (``mha.tasks.pattern_masks``' names) and the role they name
 PATTERNS = {"previous": "previous-token head", "first": "first-token head",
             "same token": "matching head (an earlier copy of its letter)",
             "induction": "induction head", "self": "self head", "next": "next-token head"}
 N_SEQUENCES = 3
+#: the query control's last value: every query's lines
+ALL = "all"
 
 
 @lru_cache(maxsize=1)
@@ -60,6 +66,13 @@ def head_names():
     return out
 
 
+def head_role(k):
+    """The name chapter 07's explorer gives head ``k`` of ``head_names()``
+    (``mha.sources.head_table``'s rule: a role such as "induction head", or "mixed")."""
+    layer, h, _, _ = head_names()[k]
+    return head_table(f"letters model: layer {layer}")["names"][h]
+
+
 def _tokens(seq):
     inputs, _, _ = recorded()
     letters = _tasks.make_task("multitask").decode(inputs[seq])
@@ -67,31 +80,32 @@ def _tokens(seq):
 
 
 def head_label(k):
-    layer, h, pattern, score = head_names()[k]
-    return f"L{layer} H{h}: {pattern}"
+    layer, h, _, _ = head_names()[k]
+    return f"L{layer} H{h}: {head_role(k)}"
 
 
 def trained_head_state(head, sequence, query):
-    """One state: ``head`` an index into ``head_names()``, ``sequence`` 0..2, ``query`` 0 for
-    every query's lines, else 1 + the query shown."""
+    """One state: ``head`` an index into ``head_names()``, ``sequence`` 0..2, ``query`` the
+    query shown (0..15) or ``ALL`` for every query's lines."""
     inputs, weights, patterns = recorded()
     layer, h, pattern, score = head_names()[head]
     w = weights[layer, sequence, h]  # (L, L)
     tokens = _tokens(sequence)
     L = len(tokens)
     name = f"layer {layer}, head {h}"
-    caption = f"{name} ({PATTERNS[pattern]}, score {score:.2f}), sequence {sequence}"
+    caption = (f"{name} ({head_role(head)}; best pattern: {pattern} {score:.2f}), "
+               f"sequence {sequence}")
     view = lines(w, tokens, tokens, caption=caption,
-                 focus_from=("query", [None] + list(range(L))))
+                 focus_from=("query", list(range(L)) + [None]))
     target = patterns[pattern][sequence]  # (L, L): the keys the head's pattern points at
     state = {"layer": layer, "head": h, "sequence": sequence,
-             "query": None if query == 0 else query - 1}
-    if query == 0:
+             "query": None if query == ALL else query}
+    if query == ALL:
         here = float(_tasks.pattern_score(w[None, None], target[None])[0])
         readout = (f"{name}, every query's lines: {here:.2f} of its weight where the "
                    f"{pattern} pattern points on this sequence ({score:.2f} over 256 sequences)")
         return {"views": {"lines": view, "row": None}, "readout": readout + ".", "state": state}
-    i = query - 1
+    i = query
     row = w[i]
     top = int(row.argmax())
     keys = target[i].nonzero().flatten().tolist()
@@ -104,9 +118,10 @@ def trained_head_state(head, sequence, query):
     return {"views": {"lines": view, "row": row_view}, "readout": readout, "state": state}
 
 
-def trained_head_lines(head=None, sequence=0, query=0):
+def trained_head_lines(head=None, sequence=0, query=ALL):
     """Chapter 08's figure: pick a head of the shipped letters model and a sequence; step through
-    the queries and see each one's lines. ``head`` defaults to the previous-token head."""
+    the queries and see each one's lines. ``head`` defaults to the previous-token head;
+    ``query`` is a query position or ``ALL``."""
     names = head_names()
     if head is None:
         head = max(range(len(names)),
@@ -120,8 +135,8 @@ def trained_head_lines(head=None, sequence=0, query=0):
                   select("sequence", "sequence", list(range(N_SEQUENCES)), sequence,
                          labels=[f"{s}: " + "".join(t.split()[1] for t in _tokens(s))[:8]
                                  + "..." for s in range(N_SEQUENCES)]),
-                  steps("query", "query position", L + 1, query,
-                        labels=["all"] + [str(i) for i in range(L)])],
+                  Control("query", "query position", "step", list(range(L)) + [ALL], query,
+                          labels=[str(i) for i in range(L)] + ["all"])],
         views=[View("lines", "lines"), View("row", "bars")],
         state_fn=trained_head_state,
         alt="One trained head of chapter 08's letters model as lines from each query (left) to "

@@ -11,7 +11,8 @@
   attention (MHA: every head has its own keys and values; GQA: 8 key/value heads; MQA: one) and a
   context length; the bars are the cache of one sequence in GiB for the three kinds
   (``mha.configs.kv_cache_bytes``, 2 bytes a number, as in the chapter) and the plot its growth
-  with the context.
+  with the context, both axes on a log scale (``y_log``: drawn by live.js's log-log plot), so
+  growth in proportion to the context is a straight line of slope 1.
 
 Each ``*_state`` function is the figure's data for one setting of the controls (pure torch); the
 figure lists it for every setting (``mha.live.figure``).
@@ -82,7 +83,8 @@ def decode_state(step, layer):
     rows = [["cached positions L", L], ["keys shape (B, Hkv, L, Dh)", f"({B}, {Hkv}, {L}, {Dh})"],
             ["bytes (keys, values; float32)", nbytes],
             ["added this step", f"{nbytes // L} bytes"]]
-    sentence = " ".join(run["written"][:step + 1])
+    wrote = run["written"][step]
+    sentence = " ".join(run["written"][:step + 1])  # tokens, one space apart ("." is one)
     return {
         "views": {
             "weights": heatmap(w[None], [f"head {h}" for h in range(H)], cols, numbers=True,
@@ -90,10 +92,11 @@ def decode_state(step, layer):
                                axes="rows: heads; columns: cached keys; outlined: largest"),
             "cache": table(["decoder layer " + str(layer) + " cache", "after this step"], rows)},
         "readout": (f"Step {step}: the query of '{fed[-1]}' (position {step}) read {L} cached "
-                    f"key{'s' if L > 1 else ''} and the model wrote '{run['written'][step]}'; head 0 put "
-                    f"{float(w[0, top[0]]):.2f} on position {top[0]} ('{fed[top[0]]}'); the "
-                    f"cache now holds {nbytes:,} bytes in this layer; written so far: "
-                    f"{sentence}."),
+                    f"key{'s' if L > 1 else ''} and the model wrote the token '{wrote}'; head 0 "
+                    f"put {float(w[0, top[0]]):.2f} on position {top[0]} ('{fed[top[0]]}'); the "
+                    f"cache now holds {nbytes:,} bytes in this layer. Written so far, "
+                    f"{step + 1} token{'s' if step else ''} (spaces between tokens): "
+                    f"\u201c{sentence}\u201d"),
         "state": {"step": step, "layer": layer},
     }
 
@@ -110,7 +113,8 @@ def decode_steps(step=0, layer=0):
         state_fn=decode_state,
         alt="A heatmap with one row per head and one column per cached position: the weights "
             "of the newest token's query over the keys in the cache, which grows by one column "
-            "a step; a table of the cache's shape and bytes.")
+            "a step (the cached keys are not recomputed; each new query weighs them afresh); "
+            "a table of the cache's shape and bytes.")
 
 
 # ----------------------------------------------------------------------------- cache size
@@ -148,24 +152,28 @@ def size_state(model, kind, context):
     labels = [f"{k} {kv_heads(c, k) or '-'}" for k in KINDS]
     curves = {f"{kind} {kv}" if kv else f"{kind}: none": [_gib(c, kind, n) for n in CONTEXTS],
               f"as built: {c.attention} {c.num_kv_heads}": own}
+    growth = plot([n // 1024 for n in CONTEXTS], curves, x_log=True,
+                  marker=CONTEXTS.index(context),
+                  x_label="context (K = 1,024 tokens), log scale",
+                  y_label="GiB, log scale",
+                  caption=f"{model}: cache against context, log-log (proportional: slope 1)")
+    growth["y_log"] = True  # both axes log2-spaced: live.js's log-log plot
     if kv is None:
         readout = (f"{model} has {c.num_heads} query heads, which 8 key/value heads cannot "
                    f"share equally; as built it uses {c.attention} with {c.num_kv_heads}.")
     else:
         per_token = kv_cache_bytes(c.num_layers, kv, c.d_head)
-        readout = (f"{model} with {kind} ({kv} key/value heads of {c.num_heads}): "
+        heads = f"{kv} key/value head{'s' if kv > 1 else ''}"
+        readout = (f"{model} with {kind} ({heads} of {c.num_heads}): "
                    f"{per_token / 2**10:,.0f} KiB per token, {sizes[KINDS.index(kind)]:,.3g} "
                    f"GiB for one sequence of {context:,} tokens (as built: {c.attention}, "
-                   f"{c.num_kv_heads} key/value heads).")
+                   f"{c.num_kv_heads} key/value head{'s' if c.num_kv_heads > 1 else ''}).")
     return {
         "views": {
             "sizes": bars(sizes, labels, highlight=[KINDS.index(kind)],
                           y_max=round(top * 1.15, 4), y_label="GiB", x_label="kv heads",
                           caption=f"Cache, {context // 1024}K tokens"),
-            "growth": plot([n // 1024 for n in CONTEXTS], curves, x_log=True, y_min=0.0,
-                           marker=CONTEXTS.index(context),
-                           x_label="context (K = 1,024 tokens, log scale)",
-                           y_label="GiB", caption=f"{model}: the cache against the context")},
+            "growth": growth},
         "readout": readout,
         "state": {"model": model, "kind": kind, "context": context,
                   "gib": None if kv is None else sizes[KINDS.index(kind)]},
@@ -185,4 +193,5 @@ def kv_cache_size(model="Llama 2 70B", kind="GQA", context=4096):
         state_fn=size_state,
         alt="Bars: the key/value cache of one sequence in GiB for the chosen model with "
             "multi-head, grouped-query (8) and multi-query attention; a line plot of the cache "
-            "against the context length.")
+            "against the context length with both axes on a log scale, where a cache that "
+            "grows in proportion to the context is a straight line of slope 1.")

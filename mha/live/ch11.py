@@ -20,7 +20,7 @@ import torch
 from ..rotary import apply_rope, rope_angles
 from .figure import Figure, View, arrows, plot, slider, table
 
-__all__ = ["D_HEAD", "POSITIONS", "pair_contributions", "rope_rotation", "rope_state",
+__all__ = ["D_HEAD", "POSITIONS", "angle", "at_origin", "pair_contributions", "rope_rotation", "rope_state",
            "rotated", "score"]
 
 D_HEAD = 8
@@ -72,6 +72,20 @@ def _limit():
     return round(max(abs(x) for n in POSITIONS for x in _curve(n)) * 1.05, 2)
 
 
+def angle(x):
+    """An angle in radians as the table writes it: three significant digits (exponent form
+    under 0.001), so that m\u03b8 \u2212 n\u03b8 = (m \u2212 n)\u03b8 can be read off for
+    the slow pairs too (0.005 \u2212 0.002 = 0.003, not 0.01 \u2212 0.00 = 0.00)."""
+    return "0" if x == 0 else f"{x:.3g}" if abs(x) >= 1e-3 else f"{x:.2e}"
+
+
+def at_origin(d):
+    """Where the readout puts the pair ``d`` apart with one of them at 0: the key at 0 for
+    d >= 0, the query at 0 (and the key at |d|) for d < 0; no position is negative."""
+    return f"with the key at 0, the query at {d}" if d >= 0 else \
+        f"with the query at 0, the key at {-d}"
+
+
 def rope_state(m, n):
     qm, kn, q0 = _pairs(_placed(0, m)), _pairs(_placed(1, n)), _pairs(_vectors()[0])
     theta = rope_angles(torch.tensor([1]), D_HEAD, dtype=torch.float64)[0]  # (D_HEAD/2,)
@@ -81,8 +95,8 @@ def rope_state(m, n):
               for j in range(D_HEAD // 2)]
     d = m - n
     share = pair_contributions(m, n)
-    rows = [[f"pair {j}", f"{float(theta[j]):g}", round(m * float(theta[j]), 4),
-             round(n * float(theta[j]), 4), round(d * float(theta[j]), 4),
+    rows = [[f"pair {j}", f"{float(theta[j]):g}", angle(m * float(theta[j])),
+             angle(n * float(theta[j])), angle(d * float(theta[j])),
              round(float(share[j]), 4)] for j in range(D_HEAD // 2)]
     s = float(share.sum())
     lim = _limit()
@@ -97,10 +111,12 @@ def rope_state(m, n):
                             rows + [["sum", "", "", "", "", round(s, 4)]],
                             caption=f"Each pair's share of the score (sum {s:.3f})"),
             "score": plot(DISTANCES, curves, marker=DISTANCES.index(d), y_min=-lim, y_max=lim,
-                          x_label="distance d = m - n", y_label="score q . k",
-                          caption="The score against the distance")},
-        "readout": (f"m = {m}, n = {n}: distance {d}; the score q . k is {s:.3f}, the same for "
-                    f"every pair of positions {d} apart (with the key at 0: {score(d, 0):.3f})."),
+                          x_label="distance d = m \u2212 n (query minus key)",
+                          y_label="score q\u00b7k",
+                          caption="The score against the distance (the two curves coincide)")},
+        "readout": (f"m = {m}, n = {n}: distance {d}; the score q\u00b7k is {s:.3f}, the same "
+                    f"for every pair of positions {d} apart ({at_origin(d)}: "
+                    f"{score(max(d, 0), max(-d, 0)):.3f})."),
         "state": {"m": m, "n": n, "score": s},
     }
 

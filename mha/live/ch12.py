@@ -3,9 +3,9 @@
 ``online_softmax()``: one query and 12 keys (d_k = 16) with one-number values (seeded N(0, 1)
 draws), scores q . k / sqrt(16). The keys are folded in blocks of ``block_size`` with
 ``mha.online_softmax_step``, exactly as ``mha.blockwise_attention`` does; the step control walks
-through the blocks. The bars are the weights exp(s_j - m) / l of the keys seen so far (the
-current block highlighted), the plots the running maximum m and running sum l after each block,
-and the running output acc / l against the full softmax's output: after the last block they are
+through the blocks. The bars are the weights exp(s_j - m) / ℓ of the keys seen so far (the
+current block highlighted), the plots the running maximum m and running sum ℓ after each block,
+and the running output acc / ℓ against the full softmax's output: after the last block they are
 equal, for every block size.
 
 Each ``*_state`` function is the figure's data for one setting of the controls (pure torch); the
@@ -23,6 +23,8 @@ from .figure import Figure, View, bars, plot, slider, steps, table
 __all__ = ["BLOCK_SIZES", "N_KEYS", "fold", "online_softmax", "online_state", "problem"]
 
 N_KEYS, D_K = 12, 16
+#: the rescale's entry on the first block: there is no old maximum to rescale from
+FIRST_RESCALE = "\u2014 (first block, m_old = \u2212\u221e)"
 BLOCK_SIZES = (1, 2, 3, 4, 6, 12)
 
 
@@ -77,12 +79,13 @@ def online_state(block_size, block):
     rows = [["keys in this block", f"{current[0]}..{current[-1]}"],
             ["their largest score", round(float(s[0, current].max()), 4)],
             ["running max m", round(m, 4)],
-            ["rescale exp(m_old \u2212 m)", round(rescale, 4)],
+            ["rescale exp(m_old \u2212 m)",
+             round(rescale, 4) if b else FIRST_RESCALE],
             ["running sum \u2113", round(ell, 4)], ["acc", round(acc, 4)],
             ["output acc / \u2113", round(acc / ell, 4)],
             ["full softmax output", round(full, 4)]]
     done = b == n - 1
-    tail = (f" All {n} blocks are folded in: acc / l = {acc / ell:.4f} equals the full "
+    tail = (f" All {n} blocks are folded in: acc / \u2113 = {acc / ell:.4f} equals the full "
             f"softmax's {full:.4f}." if done else
             f" Still to come: {N_KEYS - seen} keys; the full softmax gives {full:.4f}.")
     past = (f" (block size {block_size} has {n} blocks; showing the last)" if block >= n
@@ -106,8 +109,10 @@ def online_state(block_size, block):
                            caption="Running output against the full softmax"),
             "numbers": table(["after block " + str(b + 1), "value"], rows)},
         "readout": (f"Block size {block_size}, block {b + 1} of {n}{past}: keys "
-                    f"{current[0]}..{current[-1]}; {raised}; m = {m:.3f}, l = {ell:.3f}, "
+                    f"{current[0]}..{current[-1]}; {raised}; m = {m:.3f}, \u2113 = {ell:.3f}, "
                     f"output {acc / ell:.4f}.{tail}"),
+        # the block slider runs to this block size's last block; a new block size starts at 0
+        "limits": {"block": {"max": n - 1, "reset": "block_size"}},
         "state": {"block_size": block_size, "block": b, "output": acc / ell, "full": full,
                   "blockwise": blockwise, "done": done},
     }

@@ -48,12 +48,12 @@ def temperature_grid(lo=-1.3, hi=1.3, value=1.0):
 def _title(config):
     c = config
     if c.get("source", "random layer") != "random layer":
-        return (f"{c['source']} (trained), input sample {c['seed']}, "
+        return (f"{c['source']} (trained), input sample {c['seed']}, L = {c['seq_len']}, "
                 f"T = {c['temperature']:.3g}")
     kv = "" if c["num_kv_heads"] == c["num_heads"] else f", {c['num_kv_heads']} key/value heads"
     fn = f"attention_fn = {c['attention_fn']}: " if c.get("attention_fn") else ""
-    return (f"{fn}{c['num_heads']} heads{kv}, d_model = {c['d_model']}, T = {c['temperature']:.3g}, "
-            f"mask: {c['mask_kind']}, seed {c['seed']}")
+    return (f"{fn}{c['num_heads']} heads{kv}, L = {c['seq_len']}, d_model = {c['d_model']}, "
+            f"T = {c['temperature']:.3g}, mask: {c['mask_kind']}, seed {c['seed']}")
 
 
 def _head_labels(result):
@@ -74,9 +74,20 @@ def render(result):
                       head_labels=_head_labels(result), vmax=1.0)
 
 
+#: said under every pattern-score table: the patterns are not a partition of the keys
+OVERLAP = ("The patterns overlap (for query 0, \"self\" and \"first\" name the same key), "
+           "so a head's row need not sum to 1.")
+
+
 def _table(t):
-    """A trained source's pattern scores (``mha.sources.head_table``) as a table view."""
-    return None if t is None else table(["head", *t["columns"]], t["rows"], t.get("caption", ""))
+    """A trained source's pattern scores (``mha.sources.head_table``) as a table view (its
+    caption says the patterns overlap); alignment scores (cross attention) as they are."""
+    if t is None:
+        return None
+    caption = t.get("caption", "")
+    if caption.startswith("Pattern scores"):
+        caption = f"{caption} {OVERLAP}"
+    return table(["head", *t["columns"]], t["rows"], caption)
 
 
 def payload(result):

@@ -9,7 +9,8 @@
  *         labels, value (an index), disabled}], views: [{name, kind: heatmap|bars|plot|table|
  *         text|lines, label}], states: {"i,j,...": state} | compute: NAME, data}
  * state = {views: {NAME: data}, readout: "what the picture shows", state: {...}, disabled:
- *          {control: bool}, options: {control: [indices offered]}}; with listed states a
+ *          {control: bool}, options: {control: [indices offered]}, limits: {control: {max,
+ *          reset}} (a slider's last index here, and the control that sends it back to 0)}; with listed states a
  *          view's data is an index into spec.pool (each distinct picture stored once)
  * A state is looked up by the controls' indices joined with ","; a figure whose states are too
  * many to list names a compute function registered here (COMPUTE) that makes one from spec.data.
@@ -59,6 +60,28 @@
     return Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(2);
   }
 
+  // axis ticks at "nice" numbers (steps of 1, 2, 2.5 or 5 x 10^k, as D3's ticks()) inside
+  // [lo, hi], about n of them; every view with an axis labels it with these (tickText)
+  function niceTicks(lo, hi, n) {
+    if (!isFinite(lo) || !isFinite(hi)) return [];
+    if (hi < lo) { var sw = lo; lo = hi; hi = sw; }
+    if (hi === lo) return [lo];
+    var raw = (hi - lo) / (n || 5), power = Math.pow(10, Math.floor(Math.log10(raw)));
+    var best = 1;
+    [1, 2, 2.5, 5, 10].forEach(function (c) {
+      if (Math.abs(Math.log(c * power / raw)) < Math.abs(Math.log(best * power / raw))) best = c;
+    });
+    var step = best * power, out = [], first = Math.ceil(lo / step - 1e-9);
+    for (var k = first; k * step <= hi + step * 1e-9; k++) out.push(+(k * step).toPrecision(12));
+    out.step = step;
+    return out;
+  }
+  function tickText(v, step) { // as many decimals as the step needs: 0.25, 2.5, 1, 1000
+    var dec = Math.max(0, -Math.floor(Math.log10(step) + 1e-9) + (Math.round(step / Math.pow(10,
+      Math.floor(Math.log10(step) + 1e-9)) * 10) % 10 ? 1 : 0));
+    return String(+v.toFixed(Math.min(dec, 12)));
+  }
+
   function avail(canvas) { // the width of the figure (the views' box)
     var p = canvas.parentElement, w = (p && p.clientWidth) || 700;
     return Math.max(280, Math.min(w, 1100));
@@ -83,7 +106,9 @@
     for (var p = 0; p < h; p++) { ctx.fillStyle = colour(1 - p / (h - 1), d.scale); ctx.fillRect(x, y + p, 12, 1); }
     ctx.strokeStyle = t.muted; ctx.strokeRect(x, y, 12, h);
     ctx.fillStyle = t.fg; ctx.textAlign = "left";
-    for (var k = 0; k <= 4; k++) ctx.fillText(String(+(lo + (hi - lo) * k / 4).toFixed(2)), x + 16, y + h - (k / 4) * (h - 1));
+    var ticks = niceTicks(lo, hi, 4);
+    ticks.forEach(function (v) { ctx.fillText(tickText(v, ticks.step), x + 16, y + h - (v - lo) / (hi - lo) * (h - 1)); });
+    ctx.canvas.dataset.ticks = JSON.stringify(ticks);
     ctx.save(); ctx.translate(x + 54, y + h / 2); ctx.rotate(-Math.PI / 2);
     ctx.textAlign = "center"; ctx.fillText(d.label || "attention weight", 0, 0); ctx.restore();
   }
@@ -100,6 +125,13 @@
       Math.floor(260 / Math.max(Lq, Lk))));
     var panelW = lab + Lk * cell + 14, panelH = 20 + Lq * cell + lab, top = 34;
     var ncols = Math.max(1, Math.min(4, H, Math.floor((room - 76) / panelW)));
+    if (H > 1 && ncols < 2 && room >= 480 && !d.numbers) { // a grid, not a column: 2 a row
+      var small = Math.floor(((room - 76) / 2 - lab - 14) / Math.max(Lk, 1));
+      if (small >= 9) {
+        cell = Math.min(cell, small); panelW = lab + Lk * cell + 14; panelH = 20 + Lq * cell + lab;
+        ncols = Math.max(2, Math.min(4, H, Math.floor((room - 76) / panelW)));
+      }
+    }
     probe.font = "bold 13px sans-serif";
     var words = Math.max(probe.measureText(d.caption || "").width, probe.measureText(d.axes || "").width * 0.95);
     var width = Math.min(room, Math.max(ncols * panelW + 76, Math.ceil(words) + 10));
@@ -144,6 +176,7 @@
     colourBar(ctx, ncols * panelW + 6, top + 18, Math.max(60, Math.min(height - top - 30, 200)), d, t);
     canvas.dataset.values = JSON.stringify(roundDeep(d.grids));
     canvas.dataset.heads = String(H);
+    canvas.dataset.columns = String(ncols); // heatmaps a row
     return (d.caption ? d.caption + ". " : "") + H + (H === 1 ? " heatmap" : " heatmaps") +
       (d.titles ? " (" + d.titles.join("; ") + ")" : "") + "; rows: " + d.rows.join(" ") +
       "; columns: " + d.cols.join(" ") + "; colour from " + lo + " to " + hi + ".";
@@ -159,7 +192,9 @@
     function y(v) { return y0 + ph - (Math.max(lo, Math.min(hi, v)) - lo) / (hi - lo) * ph; }
     ctx.strokeStyle = t.muted; ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x0, y0 + ph);
     ctx.lineTo(x0 + n * bw, y0 + ph); ctx.stroke(); ctx.textAlign = "right"; ctx.fillStyle = t.fg;
-    for (var k = 0; k <= 4; k++) { var tv = lo + (hi - lo) * k / 4; ctx.fillText(String(+tv.toFixed(2)), x0 - 4, y(tv)); }
+    var ticks = niceTicks(lo, hi, 5);
+    ticks.forEach(function (tv) { ctx.fillText(tickText(tv, ticks.step), x0 - 4, y(tv)); });
+    canvas.dataset.ticks = JSON.stringify(ticks);
     ctx.save(); ctx.translate(12, y0 + ph / 2); ctx.rotate(-Math.PI / 2); ctx.textAlign = "center";
     ctx.fillText(d.y_label || "attention weight", 0, 0); ctx.restore();
     for (var j = 0; j < n; j++) {
@@ -192,7 +227,9 @@
     function Y(v) { return y0 + ph - (v - lo) / (hi - lo) * ph; }
     ctx.strokeStyle = t.muted; ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x0, y0 + ph);
     ctx.lineTo(x0 + pw, y0 + ph); ctx.stroke(); ctx.fillStyle = t.fg; ctx.textAlign = "right";
-    for (var k = 0; k <= 4; k++) { var tv = lo + (hi - lo) * k / 4; ctx.fillText(String(+tv.toFixed(2)), x0 - 4, Y(tv)); }
+    var ticks = niceTicks(lo, hi, 5);
+    ticks.forEach(function (tv) { ctx.fillText(tickText(tv, ticks.step), x0 - 4, Y(tv)); });
+    canvas.dataset.ticks = JSON.stringify(ticks);
     ctx.textAlign = "center";
     d.x.forEach(function (v, i) { ctx.fillText(String(v), X(i), y0 + ph + 12); });
     ctx.fillText(d.x_label || "", x0 + pw / 2, height - 10);
@@ -287,6 +324,57 @@
     }).join("; ") + ".";
   }
   CANVAS_VIEWS.arrows = arrows;
+
+  // ---- plot with both axes log2-spaced (chapter 10's cache against the context): a
+  // self-contained addition. A plot whose data has y_log: true (and x_log) is drawn here, every
+  // other plot by plot() above. Ticks: powers of 2 (1/8, 1, 4, ...), so a quantity proportional
+  // to x is a straight line of slope 1. data-values: the numbers drawn, as plot() gives them.
+  function plotLogLog(canvas, d, t) {
+    var room = avail(canvas), width = Math.min(room, 560), height = 250, x0 = 56, y0 = 28;
+    var pw = width - x0 - 12, ph = height - y0 - 52, ctx = setup(canvas, width, height);
+    caption(ctx, d.caption || "", width, t);
+    var xs = d.x.map(function (v) { return Math.log2(v); }), all = [];
+    d.series.forEach(function (s) { all = all.concat(s.y.filter(function (v) { return v !== null && v > 0; })); });
+    var xlo = Math.min.apply(null, xs), xhi = Math.max.apply(null, xs);
+    var lo = Math.floor(Math.log2(Math.min.apply(null, all))), hi = Math.ceil(Math.log2(Math.max.apply(null, all)));
+    if (hi === lo) hi = lo + 1;
+    var step = Math.max(1, Math.ceil((hi - lo) / 5));
+    lo = Math.floor(lo / step) * step; hi = Math.ceil(hi / step) * step;
+    function X(i) { return x0 + (xs[i] - xlo) / ((xhi - xlo) || 1) * pw; }
+    function Y(v) { return y0 + ph - (Math.log2(v) - lo) / (hi - lo) * ph; }
+    function power(k) { return k >= 0 ? String(Math.pow(2, k)) : "1/" + Math.pow(2, -k); }
+    ctx.strokeStyle = t.muted; ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x0, y0 + ph);
+    ctx.lineTo(x0 + pw, y0 + ph); ctx.stroke(); ctx.fillStyle = t.fg; ctx.textAlign = "right";
+    for (var k = lo; k <= hi; k += step) ctx.fillText(power(k), x0 - 4, Y(Math.pow(2, k)));
+    ctx.textAlign = "center";
+    d.x.forEach(function (v, i) { ctx.fillText(String(v), X(i), y0 + ph + 12); });
+    ctx.fillText(d.x_label || "", x0 + pw / 2, height - 10);
+    ctx.save(); ctx.translate(12, y0 + ph / 2); ctx.rotate(-Math.PI / 2); ctx.fillText(d.y_label || "", 0, 0); ctx.restore();
+    var colours = [t.bar, t.accent, t.muted];
+    function ok(v) { return v !== null && v > 0; }
+    d.series.forEach(function (s, n) {
+      ctx.strokeStyle = ctx.fillStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.setLineDash(n ? [5, 3] : []);
+      ctx.beginPath();
+      s.y.forEach(function (v, i) { if (ok(v)) { if (i && ok(s.y[i - 1])) ctx.lineTo(X(i), Y(v)); else ctx.moveTo(X(i), Y(v)); } });
+      ctx.stroke(); ctx.setLineDash([]); ctx.lineWidth = 1;
+      s.y.forEach(function (v, i) { if (ok(v)) { ctx.beginPath(); ctx.arc(X(i), Y(v), 2.5, 0, 7); ctx.fill(); } });
+      ctx.textAlign = "left"; ctx.fillText(s.label, x0 + 8 + n * Math.floor(pw / 2), y0 + 4);
+    });
+    if (d.marker !== undefined && d.marker !== null) { // the current setting, a ring on each series
+      d.series.forEach(function (s, n) {
+        var v = s.y[d.marker]; if (!ok(v)) return;
+        ctx.strokeStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.beginPath();
+        ctx.arc(X(d.marker), Y(v), 6, 0, 7); ctx.stroke(); ctx.lineWidth = 1;
+      });
+    }
+    canvas.dataset.values = JSON.stringify(d.series.map(function (s) { return roundDeep(s.y); }));
+    return (d.caption ? d.caption + ". " : "") + "Both axes on a log scale. " + d.series.map(function (s) {
+      return s.label + ": " + d.x.map(function (x, i) { return x + " " + fmt(s.y[i]); }).join(", ");
+    }).join("; ") + ".";
+  }
+  CANVAS_VIEWS.plot = (function (linear) {
+    return function (canvas, d, t) { return d.y_log ? plotLogLog(canvas, d, t) : linear(canvas, d, t); };
+  })(CANVAS_VIEWS.plot);
   // ---------------------------------------------------------------- lines view (one head)
   // lines: d = {grids (H, Lq, Lk), rows (query labels), cols (key labels), titles, head (the
   //   head shown first), focus ([side, index] or null), focus_from ({knob, queries: [query
@@ -298,7 +386,7 @@
   //   The view's element carries data-values = {head, focus: {side, index, label} | null,
   //   lines: [[query, key, weight], ...] (every line drawn)}, data-focus-draws (its own redraws),
   //   data-drawn-at and data-draw-ms; its canvas an aria-label saying what it draws.
-  var LINE_ROW = 26;
+  var LINE_ROW = 26, LINE_CUT = 0.05; // lines of a weight under LINE_CUT are not drawn
   function lines(box, d, t) {
     var shape = JSON.stringify([d.rows, d.cols, d.titles, d.grids.length]), m = box.mhaLines;
     if (!m || m.shape !== shape) m = box.mhaLines = buildLines(box, d, shape);
@@ -323,12 +411,17 @@
       var sel = el("select", { id: id });
       wrap.appendChild(el("label", { "for": id }, "head"));
       d.grids.forEach(function (g, h) { sel.appendChild(el("option", { value: String(h) }, d.titles ? d.titles[h] : "head " + h)); });
-      sel.value = String(m.head);
+      sel.value = String(m.head); fitSelect(sel, wrap);
       sel.addEventListener("change", function () { m.head = Number(sel.value); drawLines(m); });
       wrap.appendChild(sel); box.appendChild(wrap); m.select = sel;
     }
     m.cap = el("p"); m.cap.style.cssText = "margin:.2em 0;font-weight:600";
     box.appendChild(m.cap);
+    m.legend = el("p", { "class": "mha-lines-legend" }); m.legend.style.cssText = "margin:.2em 0;font-size:13px";
+    box.appendChild(m.legend);
+    m.said = el("p", { "class": "mha-lines-readout", "aria-live": "polite" });
+    m.said.style.cssText = "margin:.2em 0;min-height:1.3em";
+    box.appendChild(m.said);
     var row = el("div"); row.style.cssText = "display:flex;align-items:flex-start";
     function column(side, labels) {
       var col = el("div", { role: "group", "aria-label": side === "query" ? "queries" : "keys" });
@@ -382,6 +475,7 @@
   function drawLines(m) {
     var start = performance.now(), d = m.d, t = m.t, h = m.head, w = d.grids[h];
     var Lq = d.rows.length, Lk = d.cols.length, f = m.hover || m.pinned || m.base, drawn = [];
+    var cut = d.threshold === undefined ? LINE_CUT : d.threshold;
     if (m.select) m.select.value = String(h);
     ["query", "key"].forEach(function (side) {
       m.buttons[side].forEach(function (b, i) {
@@ -402,7 +496,7 @@
         if (f && f[0] === "key" && f[1] !== j) continue;
         var v = w[i][j] === null ? 0 : w[i][j], a = Math.max(0, Math.min(1, v));
         drawn.push([i, j, round(v)]);
-        if (a <= 0) continue;
+        if (a < cut) continue;
         ctx.globalAlpha = a; ctx.lineWidth = 0.5 + 5 * a;
         ctx.beginPath(); ctx.moveTo(2, yq(i)); ctx.lineTo(width - 2, yq(j)); ctx.stroke();
       }
@@ -422,11 +516,35 @@
     }
     m.canvas.setAttribute("aria-label", "Lines from queries (left) to keys (right), width and opacity the " +
       (d.label || "attention weight") + (head ? ", " + head : "") + "; " + words + ".");
+    var said = linesSaid(d, f, drawn, cut);
+    m.legend.textContent = "Line width and opacity: the " + (d.label || "attention weight") +
+      " (thin and faint near " + cut + ", thick and solid at 1); lines under " + cut + " are not drawn.";
+    m.said.textContent = said.text;
     m.box.dataset.values = JSON.stringify({ head: h, focus: f ? { side: f[0], index: f[1],
-      label: (f[0] === "query" ? d.rows : d.cols)[f[1]] } : null, lines: drawn });
+      label: (f[0] === "query" ? d.rows : d.cols)[f[1]] } : null, lines: drawn, threshold: cut,
+      shown: said.shown, largest: said.largest });
     m.box.dataset.focusDraws = String(+(m.box.dataset.focusDraws || 0) + 1);
     m.box.dataset.drawnAt = String(performance.now());
     m.box.dataset.drawMs = String(+m.box.dataset.drawnAt - start);
+  }
+  // what a focused token's lines say, in words: its largest weights ("m \u2192 c: 0.97"), or
+  // that none reaches the drawing threshold (a key nobody attends to draws nothing)
+  function linesSaid(d, f, drawn, cut) {
+    var shown = drawn.filter(function (l) { return l[2] !== null && l[2] >= cut; }).length;
+    if (!f) return { shown: shown, largest: [], text: "Focus, hover or tap a token to see only its lines and their weights." };
+    var name = (f[0] === "query" ? d.rows : d.cols)[f[1]];
+    var top = drawn.slice().sort(function (a, b) { return b[2] - a[2]; }).slice(0, 3)
+      .filter(function (l) { return l[2] >= cut; });
+    if (!top.length) {
+      return { shown: 0, largest: [], text: f[0] === "key" ?
+        "No query puts more than " + cut + " on key " + name + " (" + f[1] + "): no line is drawn." :
+        "Query " + name + " (" + f[1] + ") puts no weight above " + cut + " on any key: no line is drawn." };
+    }
+    var largest = top.map(function (l) { return [l[0], l[1], l[2]]; });
+    return { shown: shown, largest: largest, text: (f[0] === "query" ? "Query " : "Key ") + name + " (" + f[1] +
+      "), largest weights: " + top.map(function (l) {
+        return d.rows[l[0]] + " \u2192 " + d.cols[l[1]] + ": " + fmt(l[2]);
+      }).join(", ") + (shown > top.length ? " (" + shown + " lines over " + cut + ")" : "") + "." };
   }
   var DOM_VIEWS = { lines: lines };
 
@@ -490,7 +608,7 @@
           : v.mask === "padding" ? function (i, j) { return j < valid; } : function () { return true; } };
       titles = [];
       for (var h = 0; h < H; h++) titles.push("head " + h + (Hkv < H ? " (kv " + Math.floor(h / (H / Hkv)) + ")" : ""));
-      caption = H + " heads" + (Hkv < H ? ", " + Hkv + " key/value heads" : "") + ", d_model = " + data.d_model +
+      caption = H + " heads" + (Hkv < H ? ", " + Hkv + " key/value heads" : "") + ", L = " + L + ", d_model = " + data.d_model +
         ", T = " + T.toFixed(2) + ", mask: " + v.mask + ", seed " + seed;
       var c = data.counts[H + "," + Hkv + "," + L];
       counts = "d_head = " + Dh + ", parameters " + c[0].toLocaleString("en") + ", FLOPs " +
@@ -502,7 +620,7 @@
       tq = view.tokens_q; tk = view.tokens_k;
       o = { H: src.H, Hkv: src.H, Dh: src.Dh, Lq: tq.length, Lk: tk.length, qStride: src.H * src.Dh,
         kStride: src.H * src.Dh, T: T, allowed: src.causal ? function (i, j) { return j <= i; } : function () { return true; } };
-      titles = src.titles; caption = v.source + " (trained), input sample " + seed + ", T = " + T.toFixed(2);
+      titles = src.titles; caption = v.source + " (trained), input sample " + seed + ", L = " + tq.length + ", T = " + T.toFixed(2);
       counts = src.note; table = src.table;
     }
     return {
@@ -535,6 +653,11 @@
     if (text !== undefined) e.textContent = text;
     return e;
   }
+  // a select as wide as its longest option (never clipped), its label above it when the row is
+  // too narrow for both (a phone), never wider than the figure
+  function fitSelect(sel, wrap) {
+    sel.style.maxWidth = "100%"; sel.style.minWidth = "0"; wrap.style.flexWrap = "wrap";
+  }
   function labelOf(c, i) { return c.labels ? c.labels[i] : String(c.values[i]); }
 
   function buildControl(c, uid, onChange) {
@@ -545,6 +668,7 @@
       input = el("select", { id: id });
       c.values.forEach(function (v, i) { input.appendChild(el("option", { value: String(i) }, labelOf(c, i))); });
       input.value = String(c.value);
+      fitSelect(input, wrap);
     } else if (c.kind === "toggle") {
       input = el("input", { id: id, type: "checkbox" });
       input.checked = c.value === 1;
@@ -560,7 +684,7 @@
       var next = el("button", { type: "button", "aria-label": c.label + ": next step" }, "\u25b6");
       [[prev, -1], [next, 1]].forEach(function (p) {
         p[0].addEventListener("click", function () {
-          var v = Math.max(0, Math.min(c.values.length - 1, Number(input.value) + p[1]));
+          var v = Math.max(0, Math.min(Number(input.max), Number(input.value) + p[1]));
           if (String(v) !== input.value) { input.value = String(v); onChange(c.name); }
         });
       });
@@ -618,7 +742,25 @@
         return st;
       }
       var key = spec.controls.map(function (c) { return index(c.name); }).join(",");
-      return spec.states[key];
+      var st = spec.states[key];
+      if (st && st.limits && limit(st.limits, changed)) {
+        st = spec.states[spec.controls.map(function (c) { return index(c.name); }).join(",")];
+      }
+      return st;
+    }
+    // a listed state may limit a slider to its first max + 1 values (chapter 12: the block
+    // slider runs to the last block of this block size) and send it back to 0 when the control
+    // named in reset moves: {limits: {control: {max, reset}}}; true when a value changed
+    function limit(limits, changed) {
+      var moved = false;
+      Object.keys(limits).forEach(function (name) {
+        var c = ctl[name], lim = limits[name], old = c.input.value;
+        c.input.max = String(lim.max);
+        if (lim.reset && changed === lim.reset) c.input.value = "0";
+        if (Number(c.input.value) > lim.max) c.input.value = String(lim.max);
+        if (c.input.value !== old) moved = true;
+      });
+      return moved;
     }
 
     function redraw(changed) {
@@ -652,6 +794,7 @@
 
   function mountAll() {
     document.querySelectorAll(".mha-live:not([data-mounted])").forEach(function (root) {
+      if (!parsed(root)) return; // mounted by a later call, once the page has parsed it
       root.dataset.mounted = "1";
       try { mount(root); } catch (err) {
         var e = root.querySelector(".mha-error"); if (e) e.textContent = "The figure could not draw: " + err;
@@ -659,6 +802,16 @@
       }
     });
   }
+  // ---- a root the page has parsed (a self-contained addition): while a page is still loading,
+  // a timer of soon() may find a later figure's root whose spec and error box the parser has not
+  // reached yet (a page arrives in chunks); reading that spec threw "Cannot read properties of
+  // null (reading 'textContent')". A root is ready once the script after its spec (the front
+  // end, inlined after it) is in the page, or the page is parsed; DOMContentLoaded mounts the rest.
+  function parsed(root) {
+    return document.readyState !== "loading" || !!root.querySelector("script.mha-spec + script");
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", function () { mountAll(); });
+
   // ---------------------------------------------------------------- chapter 05: strips, split-heads
   // (mha/live/ch05.py) strips: d = {panels: [{title, grid, focus}], heads, d_head, rows, cols,
   // labels, caption}. Panels 0 and 2 are rows x cols grids of categories (heads); panel 1 is the

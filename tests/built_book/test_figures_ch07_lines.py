@@ -125,3 +125,91 @@ def test_chapter_07_lines_view_in_the_built_book(page, book_url):
                                atol=1e-3, rtol=0)
     assert not page.errors, page.errors
     assert not outside, outside
+
+
+def test_a_focused_token_says_its_weights_and_a_key_without_lines_says_so(page, figure):
+    """The lines view states its threshold and what width and opacity mean; a focused query
+    lists its largest weights with numbers ("m -> c: 0.97"); a focused key no query puts
+    more than the threshold on says so instead of drawing nothing."""
+    root = show(page, figure)
+    root.locator('[data-knob="source"]').select_option(label="letters model: layer 1")
+    assert values(root)["source"] == "letters model: layer 1"
+    to_lines(page, root)
+    s = values(root)
+    r = explore.explore_once(source=s["source"], seed=s["seed"], temperature=s["temperature"])
+    rows, cols, w = r.tokens, r.key_tokens or r.tokens, r.weights[1]  # head 1
+    root.locator('[data-view="lines"] select').select_option("1")
+    box = root.locator('[data-view="lines"]')
+    cut = lines_drawn(root)["threshold"]
+    assert cut == 0.05
+    legend = box.locator(".mha-lines-legend").inner_text()
+    assert "width and opacity" in legend and f"lines under {cut} are not drawn" in legend
+    empty = [j for j in range(len(cols)) if float(w[:, j].max()) < cut]
+    assert empty, "every key of head 1 has a line: pick another example"
+    j = empty[0]
+    box.locator('button[aria-label^="key "]').nth(j).focus()
+    said = box.locator(".mha-lines-readout").inner_text()
+    assert said.startswith(f"No query puts more than {cut} on key {cols[j]} ({j})"), said
+    assert lines_drawn(root)["shown"] == 0
+    i = len(rows) - 1
+    box.locator('button[aria-label^="query "]').nth(i).focus()
+    got, said = lines_drawn(root), box.locator(".mha-lines-readout").inner_text()
+    top = sorted(range(len(cols)), key=lambda k: -float(w[i, k]))[:3]
+    top = [k for k in top if float(w[i, k]) >= cut]
+    assert [k for _, k, _ in got["largest"]] == top, (got["largest"], top)
+    for _, k, x in got["largest"]:
+        assert abs(x - float(w[i, k])) < 1e-3
+        assert f"{rows[i]} \u2192 {cols[k]}: " in said, said
+    assert got["shown"] == int((w[i] >= cut).sum())
+    assert not page.errors, page.errors
+
+
+def select_fit(page):
+    """Per select of the figure: (width, width its longest option needs, right edge)."""
+    return page.evaluate("""() => [...document.querySelectorAll('.mha-live select')].map(s => {
+      const c = document.createElement('canvas').getContext('2d'), cs = getComputedStyle(s);
+      c.font = cs.fontSize + ' ' + cs.fontFamily;
+      const need = Math.max(...[...s.options].map(o => c.measureText(o.text).width));
+      const r = s.getBoundingClientRect();
+      return [s.id || 'head', r.width, need, r.right];
+    })""")
+
+
+def test_heatmaps_form_a_grid_and_selects_show_their_text(browser, figure):
+    """In the book's 624-px column the 8 heatmaps sit 2 a row (not a 3,000-px column), on a
+    390-px phone 1 a row; every select is as wide as its longest option plus its arrow, and
+    nothing is wider than the phone."""
+    for width, per_row in ((624, 2), (390, 1)):
+        context = browser.new_context(viewport={"width": 1280 if width > 390 else 390,
+                                                "height": 900}, has_touch=width == 390)
+        page = context.new_page()
+        try:
+            page.set_content(figure.page())
+            if width > 390:
+                page.evaluate("w => { document.querySelector('main').style.width = w + 'px' }",
+                              width)
+            root = root_of(page, "explorer")
+            wait_drawn(page, root)
+            root.evaluate("r => r.mhaRedraw()")
+            heads = root.locator('canvas[data-view="heads"]')
+            assert int(heads.get_attribute("data-heads")) == 8
+            assert int(heads.get_attribute("data-columns")) == per_row, width
+            if per_row == 2:
+                assert heads.bounding_box()["height"] < 1700, heads.bounding_box()
+            ticks = json.loads(heads.get_attribute("data-ticks"))  # the colour bar's
+            assert ticks == [0, 0.25, 0.5, 0.75, 1], ticks
+            to_lines(page, root)
+            for name, got, need, right in select_fit(page):
+                assert got >= need + 16, f"{width} px: {name} is {got:.0f} px, its text {need:.0f}"
+                assert right <= width + 8, f"{width} px: {name} ends at {right:.0f}"
+            if width == 390:
+                assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        finally:
+            context.close()
+
+
+def test_the_readout_gives_L(page, figure):
+    root = show(page, figure)
+    assert ", L = 12, d_model = 64," in root.locator(".mha-readout").inner_text()
+    press(page, root, "seq_len", "ArrowRight")
+    assert ", L = 13, d_model = 64," in root.locator(".mha-readout").inner_text()

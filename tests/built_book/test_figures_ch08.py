@@ -94,12 +94,15 @@ def test_stepping_through_the_queries_shows_each_querys_lines(page):
     root = show(page, ch08.trained_head_lines())
     assert check_state(root)["query"] is None
     times = []
-    for key in ("ArrowRight", "ArrowRight", "End", "ArrowLeft", "Home", "ArrowRight"):
+    # the step control's positions 0..15 are the queries 0..15, the last one "all"
+    for key, want in (("Home", 0), ("ArrowRight", 1), ("End", None), ("ArrowLeft", 15),
+                      ("Home", 0)):
         before = lines_drawn(root)
         times.append(press(page, root, "query", key))
         assert lines_drawn(root) != before, key
-        check_state(root)
-    assert values(root)["query"] == 0
+        assert check_state(root)["query"] == want, key
+        assert root.locator('[data-knob="query"]').get_attribute("aria-valuetext") == \
+            ("all" if want is None else str(want))
     for knob, key in (("head", "ArrowDown"), ("sequence", "ArrowDown"), ("head", "End")):
         before = lines_drawn(root)
         times.append(press(page, root, knob, key))
@@ -162,7 +165,7 @@ def test_a_focused_token_shows_exactly_its_lines(page):
     root.locator('[data-knob="head"]').focus()
     assert lines_drawn(root)["focus"] is None  # back to every line (query step: all)
     # with a query stepped to, focusing a key still shows only that key's lines
-    press(page, root, "query", "ArrowRight")
+    press(page, root, "query", "Home")
     token(root, "key", 3).focus()
     check_focus(root, "key", 3)
     root.locator('[data-knob="head"]').focus()
@@ -199,10 +202,11 @@ def test_phone_touch(browser):
         token(root, "query", 5).tap()  # a second tap unpins
         assert lines_drawn(root)["focus"] is None
         before = root.get_attribute("data-draws")
-        root.locator('[data-knob="query"]').locator("xpath=..").locator("button").last.tap()
+        # the "previous" button: from "all" (the last position) to query 15
+        root.locator('[data-knob="query"]').locator("xpath=..").locator("button").first.tap()
         page.wait_for_function("([el, n]) => el.dataset.draws !== n",
                                arg=[root.element_handle(), before], timeout=5_000)
-        check_state(root)
+        assert check_state(root)["query"] == 15
         widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
                                "'.mha-live canvas, .mha-live .mha-control, .mha-live button')]"
                                ".map(e => e.getBoundingClientRect().right))")
@@ -229,7 +233,7 @@ def test_chapter_08_figure_lives_in_the_built_book(page, book_url):
     wait_drawn(page, root)
     root.scroll_into_view_if_needed()
     check_state(root)
-    times = [press(page, root, "query", "ArrowRight") for _ in range(4)]
+    times = [press(page, root, "query", key) for key in ("Home", *["ArrowRight"] * 3)]
     check_state(root)
     token(root, "key", 4).focus()
     check_focus(root, "key", 4)

@@ -65,6 +65,10 @@ def check(root):
     grid = drawn(root, "heads")[0]
     crossed = sorted((n, h) for n in range(2) for h in range(8) if grid[n][h] is None)
     assert crossed == sorted(gone)
+    # the slider counts the heads of the order (the curve's x-axis); the readout says both
+    assert f"the first {v['removed']} heads of the order, {len(gone)} of 16 removed" \
+        in readout(root), readout(root)
+    assert root.locator('label[for$="-removed"]').text_content() == "heads of the order removed"
     return v
 
 

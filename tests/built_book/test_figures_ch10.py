@@ -9,6 +9,9 @@ is wider than the screen. On the built book: the same on chapter 10's page.
 """
 
 import statistics
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse
 
 import pytest
@@ -17,6 +20,7 @@ from live_figures import (
     DRAW_MS,
     axe_violations,
     drawn,
+    label,
     press,
     readout,
     root_of,
@@ -60,6 +64,11 @@ def check_size(root):
     want = [kv_cache_bytes(c.num_layers, kv, c.d_head, v["context"]) / 2**30 if kv else None
             for kv in (c.num_heads, 8 if c.num_heads % 8 == 0 else None, 1)]
     assert same(drawn(root, "sizes"), want), v
+    # the growth plot: both axes on a log scale, the package's numbers (a straight line of
+    # slope 1 for a cache in proportion to the context)
+    growth = ch10.size_state(v["model"], v["kind"], v["context"])["views"]["growth"]
+    assert same(drawn(root, "growth"), [series["y"] for series in growth["series"]]), v
+    assert "Both axes on a log scale" in label(root, "growth")
     return v
 
 
@@ -179,3 +188,44 @@ def test_chapter_10_figures_live_in_the_built_book(page, book_url, full_weights)
     assert statistics.median(DRAW_MS[-len(times):]) <= 16 and statistics.median(times) < 50
     assert not errors, errors
     assert not outside, outside
+
+
+def test_a_figure_the_page_is_still_parsing_is_mounted_once_it_is_all_there(page):
+    """The built page once threw "Cannot read properties of null (reading 'textContent')" at
+    load: the first figure's front end mounts again on timers (for front ends that insert an
+    output after running its script), and a timer that fired while the page was still arriving
+    found the second figure's root before its spec. Here the page arrives in two parts, the
+    second figure cut before its spec, with a pause between: no error, both figures drawn."""
+    first, second = ch10.decode_steps(), ch10.kv_cache_size()
+    page_html = first.page().replace("</main>", second.html() + "</main>")
+    cut = page_html.index('<script type="application/json" class="mha-spec">',
+                          page_html.index('data-figure="kv-cache-size"'))
+    parts = [page_html[:cut].encode(), page_html[cut:].encode()]
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (the http.server API)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(parts[0])
+            self.wfile.flush()
+            time.sleep(1.5)  # longer than the front end's re-mount timers (0 to 1 s)
+            self.wfile.write(parts[1])
+
+        def log_message(self, *args):
+            pass
+
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        page.goto(f"http://127.0.0.1:{server.server_address[1]}/", wait_until="load")
+        for name in ("decode-steps", "kv-cache-size"):
+            root = root_of(page, name)
+            wait_drawn(page, root)
+            assert root.locator(".mha-error").text_content() == ""
+        check_size(root_of(page, "kv-cache-size"))
+        assert not errors, errors
+    finally:
+        server.shutdown()

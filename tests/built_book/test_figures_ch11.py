@@ -9,6 +9,7 @@ dark mode; at 390 x 844 with touch a tap redraws and nothing is wider than the s
 built book: the same on chapter 11's page.
 """
 
+import json
 import statistics
 from urllib.parse import urlparse
 
@@ -18,6 +19,7 @@ from live_figures import (
     DRAW_MS,
     axe_violations,
     drawn,
+    label,
     press,
     readout,
     root_of,
@@ -50,6 +52,14 @@ def check(root):
     assert same(drawn(root, "score"), [curve, curve]), v
     assert abs(v["score"] - float(qm @ kn)) < 1e-3
     assert f"distance {v['m'] - v['n']};" in readout(root)
+    d = v["m"] - v["n"]
+    where = f"with the key at 0, the query at {d}" if d >= 0 else \
+        f"with the query at 0, the key at {-d}"
+    assert where in readout(root) and "q\u00b7k" in readout(root), readout(root)
+    # the score axis: ticks at whole numbers (not +-1.54, +-3.09)
+    ticks = json.loads(root.locator('canvas[data-view="score"]').get_attribute("data-ticks"))
+    assert len(ticks) >= 3 and all(t == round(t) for t in ticks), ticks
+    assert "coincide" in label(root, "score")
     return v
 
 

@@ -8,6 +8,7 @@ softmax by hand, and after the last block the output equals PyTorch's softmax at
 nothing is wider than the screen. On the built book: the same on chapter 12's page.
 """
 
+import json
 import math
 import statistics
 from urllib.parse import urlparse
@@ -67,16 +68,48 @@ def check(root):
     return v
 
 
+def nice(ticks):
+    """Ticks at a step of 1, 2, 2.5 or 5 x 10^k, each a whole number of steps."""
+    step = ticks[1] - ticks[0]
+    mantissa = step / 10 ** math.floor(math.log10(step) + 1e-9)
+    return (any(abs(mantissa - c) < 1e-6 for c in (1, 2, 2.5, 5))
+            and all(abs(t / step - round(t / step)) < 1e-6 for t in ticks)
+            and all(abs(b - a - step) < 1e-9 * max(1, step) for a, b in zip(ticks, ticks[1:])))
+
+
+def check_ticks(root):
+    for view in ("weights", "running", "output"):
+        ticks = json.loads(root.locator(f'canvas[data-view="{view}"]').get_attribute("data-ticks"))
+        assert len(ticks) >= 3 and nice(ticks), (view, ticks)
+
+
+def check_slider(root, changed):
+    """The block slider runs to this block size's last block; a new block size starts at 0."""
+    v = values(root)
+    knob = root.locator('[data-knob="block"]')
+    assert int(knob.get_attribute("max")) == ch12.N_KEYS // v["block_size"] - 1, v
+    assert int(knob.input_value()) == v["block"]
+    if changed == "block_size":
+        assert v["block"] == 0, v
+
+
 def move(page, root):
     times = []
     for knob, key in (("block", "ArrowRight"), ("block", "ArrowRight"),
                       ("block_size", "ArrowLeft"), ("block", "End"), ("block_size", "Home"),
-                      ("block", "Home"), ("block_size", "End")):
+                      ("block", "End"), ("block_size", "End")):
         before = drawn(root, "weights") + drawn(root, "running")
         times.append(press(page, root, knob, key))
         assert drawn(root, "weights") + drawn(root, "running") != before, f"{knob} {key}"
         check(root)
+        check_slider(root, knob)
+        check_ticks(root)
     return times
+
+
+def test_nice_ticks_rule():
+    assert nice([1, 2, 3, 4]) and nice([0, 0.25, 0.5]) and nice([-3, -2, -1, 0])
+    assert not nice([0.67, 1.61, 2.55]) and not nice([0, 1.15, 2.3]) and not nice([1.54, 3.09])
 
 
 def test_online_softmax_draws_the_online_softmax(page):
@@ -90,6 +123,16 @@ def test_online_softmax_draws_the_online_softmax(page):
         root.get_by_role("button", name="block: next step").click()
     v = check(root)
     assert v["block_size"] == 3 and v["block"] == 3 and v["done"]
+    # the last block: "next" goes no further, and the first block explains its rescale
+    before = root.get_attribute("data-draws")
+    root.get_by_role("button", name="block: next step").click()
+    assert root.get_attribute("data-draws") == before and values(root)["block"] == 3
+    root.get_by_role("button", name="block: previous step").click()
+    assert values(root)["block"] == 2
+    press(page, root, "block", "Home")
+    table = root.locator(".mha-table").inner_text()
+    assert "first block, m_old = \u2212\u221e" in table, table
+    assert "\u2113 = " in readout(root) and " l = " not in readout(root)
     print(f"\nchapter 12 online softmax, key press to picture (no build): {timing(times)}; "
           f"redraw {timing(DRAW_MS[-7:])}")
     assert statistics.median(DRAW_MS[-7:]) <= 16 and statistics.median(times) < 50
