@@ -42,8 +42,12 @@ def test_the_figure_lists_every_setting_and_leaves_the_random_state_alone():
     torch.testing.assert_close(torch.tensor(grid), ch04.head_weights(16)[:, 3], atol=1e-5,
                                rtol=0)
     rows = s["views"]["counts"]["rows"]
-    assert rows[0] == ["d_head = 512 / num_heads", 32] and rows[-3][1] == 1_048_576
+    assert rows[0][1] == 3 * 512 * 32 and rows[-3][1] == 1_048_576
     assert "16 heads of width 32" in s["readout"] and "1,048,576" in s["readout"]
+    assert "512 / 16 = 32" in s["views"]["counts"]["caption"]
+    assert "untrained" in s["readout"] and "land on" in s["readout"]
+    few = ch04.width_state(2, 3)["readout"]  # up to 4 heads: each head's top key by name
+    assert "head 0: " in few and "head 1: " in few
 
 
 def test_bad_arguments_are_named():

@@ -23,7 +23,7 @@ __all__ = ["D_MODEL", "HEADS", "TOKENS", "head_weights", "heads_at_fixed_width",
            "parameter_counts", "width_state"]
 
 D_MODEL = 512
-HEADS = (1, 2, 4, 8, 16, 32)
+HEADS = (1, 2, 4, 8, 16)  # 32 rows of 9 keys no longer fit the column
 TOKENS = ("Anthony", "Hopkins", "admired", "Michael", "Bay", "as", "a", "great",
           "director.")
 
@@ -64,25 +64,30 @@ def head_weights(num_heads, x=None):
 def _table(num_heads):
     c = parameter_counts(num_heads)
     h, dh = num_heads, c["d_head"]
-    rows = [["d_head = 512 / num_heads", dh],
-            [f"one head: W^Q_i, W^K_i, W^V_i (3 x 512 x {dh})", c["one_head"]],
+    rows = [[f"one head: its query, key and value matrices (3 x 512 x {dh})", c["one_head"]],
             [f"all {h} head{'s' if h > 1 else ''} ({h} x {c['one_head']:,})",
              c["all_heads"]],
-            ["W^O (512 x 512)", c["W_o"]],
+            ["the output matrix (512 x 512)", c["W_o"]],
             ["whole layer, counted: mha.MultiHeadAttention", c["layer"]],
             ["whole layer, counted: mha.MultiHeadAttentionLoop", c["loop"]],
-            ["4 x d_model^2 = 4 x 512^2", 4 * D_MODEL ** 2]]
+            ["4 x d_model x d_model = 4 x 512 x 512", 4 * D_MODEL ** 2]]
     return table(["num_heads = " + str(h), "parameters"], rows,
-                 caption=f"Widths and parameters at d_model = 512, {h} head"
-                         f"{'s' if h > 1 else ''}")
+                 caption=f"Parameters at d_model = 512: {h} head{'s' if h > 1 else ''} "
+                         f"of d_head = 512 / {h} = {dh}")
 
 
 def width_state(num_heads, query, x=None, weights=None):
     """The figure's data for one setting: ``query`` is a token index (0..8)."""
     w = (head_weights(num_heads, x) if weights is None else weights)[:, query]  # (H, 9)
     c = parameter_counts(num_heads)
-    top = w.argmax(-1)  # (H,): each head's favourite key
-    favourites = sorted({TOKENS[int(j)] for j in top})
+    top = [int(j) for j in w.argmax(-1)]  # each head's largest weight: its key
+    if num_heads <= 4:
+        tops = "; ".join(f"head {i}: {TOKENS[j]}" for i, j in enumerate(top))
+        tops = f"each head's largest weight goes to a key of its own choice ({tops})"
+    else:
+        keys = sorted(set(top))
+        tops = (f"the {num_heads} heads' largest weights land on {len(keys)} of the 9 keys "
+                f"({', '.join(TOKENS[j] for j in keys)})")
     word = TOKENS[query]
     heads = "head" if num_heads == 1 else "heads"
     return {
@@ -95,8 +100,9 @@ def width_state(num_heads, query, x=None, weights=None):
             "counts": _table(num_heads)},
         "readout": (f'{num_heads} {heads} of width {c["d_head"]} (= 512 / {num_heads}): '
                     f'{num_heads} distribution{"s" if num_heads > 1 else ""} for the query '
-                    f'"{word}", whose favourite keys are {", ".join(favourites)}; the layer '
-                    f'still has {c["layer"]:,} parameters = 4 x 512^2.'),
+                    f'"{word}"; {tops}. The weights are random (untrained): the patterns '
+                    f'mean nothing, the count of rows does. The layer still has '
+                    f'{c["layer"]:,} parameters = 4 x 512 x 512.'),
         "state": {"num_heads": num_heads, "query": query, "d_head": c["d_head"],
                   "parameters": c["layer"]},
     }

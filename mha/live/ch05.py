@@ -81,8 +81,9 @@ def split_state(num_heads, token, feature, wrong=False):
                   [name, f"[0, {h}, {row}, {col}]", n],
                   ["merge_heads", f"[0, {t2}, {f2}]", n]],
                  caption=f"The number {n:,}, step by step")
-    how = (f"{feature} = {h} x {d_head} + {col}" if not wrong else
-           f"{n - 1} = {h} x {L * d_head} + {row} x {d_head} + {col} (reading order)")
+    how = (f"feature {feature} = {h} x {d_head} + {col}" if not wrong else
+           f"its position counting from 0, {n - 1} = {h} x {L * d_head} + {row} x {d_head} + "
+           f"{col}: the numbers are dealt out in reading order")
     return {
         "views": {
             "strips": {"panels": panels, "heads": num_heads, "d_head": d_head, "rows": L,
@@ -94,7 +95,10 @@ def split_state(num_heads, token, feature, wrong=False):
                     f"puts it in head {h}, row {row}, column {col} ({how}); merge_heads "
                     f"brings it to token {t2}, feature {f2}"
                     + (", where it started." if home else
-                       f", not where it started (token {token}, feature {feature}).")),
+                       f", not where it started (token {token}, feature {feature}).")
+                    + (" The real harm is inside attention: a row of a head is no longer one "
+                       "token, so the head compares pieces of different tokens." if wrong
+                       else "")),
         "state": {"num_heads": num_heads, "token": token, "feature": feature, "wrong": wrong,
                   "number": n, "head": h, "row": row, "column": col, "back": [t2, f2]},
     }
@@ -204,10 +208,10 @@ def fold_state(expansion, num_heads, len0, len1):
     keys = [f"key {j}" for j in range(LK)]
     which = ("every folded row gets its own sequence's length" if not wrong_rows else
              f"{len(wrong_rows)} of {2 * H} folded rows get the other sequence's length "
-             f"({', '.join(rows[r] for r in wrong_rows)})")
+             f"({'; '.join(rows[r] for r in wrong_rows)})")
     return {
         "views": {
-            "mask": heatmap(allowed, rows, keys, label="may attend (1)",
+            "mask": heatmap(allowed, rows, keys, label="1 = may attend, 0 = masked",
                             marks=[(0, r, j) for r, j in bad_mask],
                             caption=f"valid_lens ({len0}, {len1}) -> {lens.tolist()}",
                             axes="rows: folded rows (B x H), columns: keys; outlined: wrong"),

@@ -43,9 +43,16 @@
     var i = Math.min(rgb.length - 2, Math.floor(x)), f = x - i, a = rgb[i], b = rgb[i + 1];
     return "rgb(" + [0, 1, 2].map(function (k) { return Math.round(a[k] + f * (b[k] - a[k])); }) + ")";
   }
-  function theme(el) { // text and line colours from the page (the book's dark mode included)
+  // Text and line colours for the figure's actual background. Dark means light text: the
+  // page's dark mode, a dark Jupyter theme; but the book's dark mode draws HTML outputs on a light
+  // panel with dark text (MyST-NB), where the light palette is the legible one. Form controls
+  // follow (color-scheme), so that an unticked box does not look ticked.
+  function theme(el) {
     var fg = getComputedStyle(el).color || "#222";
-    var dark = document.documentElement.dataset.theme === "dark";
+    var rgb = (fg.match(/[\d.]+/g) || [34, 34, 34]).map(Number);
+    var dark = (0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]) / 255 > 0.5;
+    var root = el.closest ? el.closest(".mha-live") || el : el;
+    root.style.colorScheme = dark ? "dark" : "light";
     return { fg: fg, muted: dark ? "#9aa4ae" : "#666", accent: dark ? "#ffa657" : "#c24e00",
       bar: dark ? "#6cb6ff" : "#1f5fa8", nan: dark ? "#555" : "#ccc", dark: dark };
   }
@@ -56,6 +63,7 @@
   // exponent form, so that 0.0003 does not read as "0.00"
   function fmt(x) {
     if (x === null) return "NaN";
+    if (x === 0) return "0";
     if (x !== 0 && Math.abs(x) < 0.005) return x.toExponential(0);
     return Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(2);
   }
@@ -905,8 +913,9 @@
     var q = m.merged.indexOf(n), t2 = Math.floor(q / C), f2 = q % C;
     var name = v.wrong ? "reshape without transpose" : "split_heads", tok = data.tokens;
     var nn = n.toLocaleString("en"), heads = H + " head" + (H > 1 ? "s" : "") + " of " + Dh;
-    var how = v.wrong ? (n - 1) + " = " + h + " x " + (R * Dh) + " + " + rw + " x " + Dh + " + " + col + " (reading order)"
-      : v.feature + " = " + h + " x " + Dh + " + " + col;
+    var how = v.wrong ? "its position counting from 0, " + (n - 1) + " = " + h + " x " + (R * Dh) + " + " + rw +
+        " x " + Dh + " + " + col + ": the numbers are dealt out in reading order"
+      : "feature " + v.feature + " = " + h + " x " + Dh + " + " + col;
     var home = t2 === v.token && f2 === v.feature;
     return {
       views: {
@@ -925,7 +934,8 @@
       readout: nn + " (token " + v.token + " \"" + tok[v.token] + "\", feature " + v.feature + "): " + name +
         " puts it in head " + h + ", row " + rw + ", column " + col + " (" + how + "); merge_heads brings it to token " +
         t2 + ", feature " + f2 + (home ? ", where it started." : ", not where it started (token " + v.token +
-        ", feature " + v.feature + ")."),
+        ", feature " + v.feature + ").") + (v.wrong ? " The real harm is inside attention: a row of a head is" +
+        " no longer one token, so the head compares pieces of different tokens." : ""),
       state: { num_heads: H, token: v.token, feature: v.feature, wrong: v.wrong, number: n, head: h, row: rw,
         column: col, back: [t2, f2] } };
   };

@@ -63,17 +63,18 @@ def check(root):
     rows = table_rows(root, "counts")
     layer = mha.MultiHeadAttention(512, v["num_heads"])
     counted = f"{sum(p.numel() for p in layer.parameters()):,}"
-    assert rows[0] == ["d_head = 512 / num_heads", str(512 // v["num_heads"])]
-    assert rows[4][1] == rows[5][1] == rows[6][1] == counted == "1,048,576"
+    assert rows[3][1] == rows[4][1] == rows[5][1] == counted == "1,048,576"
     assert f"{v['num_heads']} head" in readout(root)
+    assert f"of width {512 // v['num_heads']} " in readout(root)
+    assert "random (untrained)" in readout(root)
     return v
 
 
 def move(page, root):
     times = []
     for knob, key in (("num_heads", "ArrowRight"), ("query", "ArrowDown"),
-                      ("num_heads", "End"), ("query", "ArrowUp"), ("num_heads", "Home"),
-                      ("num_heads", "ArrowRight")):
+                      ("num_heads", "Home"), ("query", "ArrowUp"), ("num_heads", "End"),
+                      ("num_heads", "ArrowLeft")):
         before = drawn(root, "weights")
         times.append(press(page, root, knob, key))
         assert drawn(root, "weights") != before, f"{knob} {key}: the picture did not change"
@@ -85,7 +86,7 @@ def test_heads_at_fixed_width_draws_what_pytorch_computes(page, figure):
     root = show(page, figure)
     assert check(root)["num_heads"] == 8
     times = move(page, root)
-    assert values(root)["num_heads"] == 2 and len(drawn(root, "weights")[0]) == 2
+    assert values(root)["num_heads"] == 8 and len(drawn(root, "weights")[0]) == 8
     print(f"\nchapter 04 heads at fixed width, key press to picture (no build): "
           f"{timing(times)}; redraw {timing(DRAW_MS[-6:])}")
     assert statistics.median(DRAW_MS[-6:]) <= 16 and statistics.median(times) < 50
