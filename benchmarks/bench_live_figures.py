@@ -29,7 +29,17 @@ def figures():
         "ch02 dk_softmax": live.dk_softmax(),
         "ch02 mask_builder": live.mask_builder(),
         "ch03 shared_vs_separate": live.shared_vs_separate(),
+        "ch04 heads_at_fixed_width": live.heads_at_fixed_width(),
+        "ch05 split_explorer (in-page)": live.split_explorer(),
+        "ch05 fold_valid_lens": live.fold_valid_lens(),
+        "ch06 one_vs_many": live.one_vs_many(),
         "ch07 explorer (in-page compute)": explorer.explorer_figure({"temperature": 0.5}),
+        "ch08 trained_head_lines": live.trained_head_lines(),
+        "ch09 head_switches": live.head_switches(),
+        "ch10 decode_steps": live.decode_steps(),
+        "ch10 kv_cache_size": live.kv_cache_size(),
+        "ch11 rope_rotation": live.rope_rotation(),
+        "ch12 online_softmax": live.online_softmax(),
     }
 
 
@@ -74,7 +84,8 @@ def page_weights(book):
         size = path.stat().st_size + sum((book / i).stat().st_size for i in images
                                          if (book / i).exists())
         print(f"  {path.name:<34} {size / 1e6:6.2f} MB  (HTML {path.stat().st_size / 1e6:.2f} "
-              f"MB, {len(images)} images)")
+              f"MB, {len(images)} images; everything the page loads, shared files included: "
+              "tests/built_book/test_page_weight.py)")
 
 
 def main():
