@@ -636,6 +636,7 @@
         heads: { grids: attention(q, k, o), rows: tq, cols: tk, titles: titles, caption: caption,
           vmin: 0, vmax: 1, scale: "viridis", label: "attention weight" } },
       readout: caption + ".", options: out.options, disabled: out.disabled, set: out.set,
+      unused: trained ? { d_model: 1, num_heads: 1, num_kv_heads: 1, seq_len: 1, mask: 1, sentence: 1 } : null,
       state: { source: v.source, seed: Number(seed), temperature: T, num_heads: trained ? src.H : v.num_heads,
         num_kv_heads: trained ? src.H : o.Hkv, seq_len: tq.length,
         mask_kind: trained ? (src.causal ? "causal" : "none") : v.mask, sentence: v.sentence } };
@@ -774,9 +775,13 @@
     function redraw(changed) {
       var start = performance.now(), st = state(changed), t = theme(root);
       spec.controls.forEach(function (c) {
-        var k = ctl[c.name], i = index(c.name);
-        if (k.out) k.out.textContent = labelOf(c, i);
-        if (c.kind === "range" || c.kind === "step") k.input.setAttribute("aria-valuetext", labelOf(c, i));
+        var k = ctl[c.name], i = index(c.name), unused = st.unused && st.unused[c.name];
+        // a control the picture does not use (a trained layer's own sizes) shows no stale value
+        var shown = unused ? "\u2014" : labelOf(c, i);
+        if (k.out) k.out.textContent = shown;
+        if (c.kind === "range" || c.kind === "step") {
+          k.input.setAttribute("aria-valuetext", unused ? "not used by this source" : shown);
+        }
       });
       spec.views.forEach(function (v) {
         var d = st.views[v.name], e = views[v.name].el;

@@ -114,6 +114,15 @@ def test_front_end_draws_what_python_computes(page):
     assert "previous-token head" in root.locator("canvas").first.get_attribute("aria-label")
     assert s["temperature"] == 1.0  # a trained source from the random layer: T = 1, as trained
     assert root.locator('[data-knob="temperature"]').get_attribute("aria-valuetext") == "1.00"
+    # the sizes a trained layer does not use show no stale value (a learner read "seq_len 20"
+    # beside "A trained layer: 4 heads" as a contradiction)
+    for knob in ("seq_len", "d_model"):
+        slider = root.locator(f'[data-knob="{knob}"]')
+        assert slider.get_attribute("aria-valuetext") == "not used by this source"
+        assert slider.locator("xpath=..").locator("output").text_content() == "\u2014"
+    page.select_option('[data-knob="source"]', "random layer")
+    assert_matches(page, root)
+    assert root.locator('[data-knob="seq_len"]').get_attribute("aria-valuetext") == "20"
     assert not page.errors, page.errors
 
 
