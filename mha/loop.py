@@ -44,8 +44,9 @@ class MultiHeadAttentionLoop(nn.Module):
         layer = MultiHeadAttention(self.d_model, self.num_heads, device=w.device, dtype=w.dtype)
         with torch.no_grad():
             for name in ("W_q", "W_k", "W_v"):
-                stacked = torch.cat([getattr(h, name).weight for h in self.heads])  # H x (Dh, D)
-                getattr(layer, name).weight.copy_(stacked)  # -> (H*Dh, D): head h at rows h*Dh..
+                heads = [getattr(head, name).weight for head in self.heads]  # H x (Dh, D)
+                stacked = torch.cat(heads)  # (H*Dh, D): head i (from 0) at rows i*Dh..(i+1)*Dh-1
+                getattr(layer, name).weight.copy_(stacked)
             layer.W_o.weight.copy_(w)
         return layer.train(self.training)
 
