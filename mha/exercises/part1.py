@@ -4,7 +4,7 @@
 check                 chapter  the reader writes
 ===================== ======== ===============================================================
 ``attention_weights`` 01       ``fn(query, keys, temperature=1.0)``: query (d,), keys (n, d)
-                               -> the n weights softmax(keys @ query / temperature)
+                               -> the n weights softmax(query @ keys.T / temperature)
 ``masked_softmax``    02       ``fn(scores, valid_lens)``: scores (B, Lq, Lk), valid_lens None,
                                (B,) or (B, Lq) -> weights (B, Lq, Lk); keys at index >= the
                                valid length get 0 and a valid length of 0 gives a zero row
@@ -92,8 +92,8 @@ register(
     "attention_weights",
     reference=_attention_weights,
     cases=_weights_cases,
-    hint="scores = keys @ query / temperature (one score per key), then softmax over the keys: "
-    "exp(scores - scores.max()) / its sum.",
+    hint="scores = query @ keys.T / temperature (s = q K^T: one score per key), then softmax "
+    "over the keys: exp(scores - scores.max()) / its sum.",
     compare=_compare_weights,
 )
 
