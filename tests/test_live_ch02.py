@@ -48,3 +48,20 @@ def test_mask_builder_lists_every_setting_and_says_which_rows_are_nan():
     assert "sequence 0: rows 0, 1, 2, 3, 4 may attend to no key, NaN" in s["readout"]
     assert s["views"]["seq0"]["grids"][0][0] == [None] * 5
     assert "Every query" in fig.state(len0=3, len1=5)["readout"]
+
+
+def test_dk_figure_starts_where_the_chapter_says_and_names_the_orange_bar():
+    fig = ch02.dk_softmax()
+    assert fig.state()["state"] == {**fig.state()["state"], "d_k": 1, "scaled": False}
+    assert "the box changes nothing" in fig.state()["readout"]  # sqrt(1) = 1
+    assert "orange: the largest weight" in fig.state()["views"]["weights"]["caption"]
+    # one random query: the unscaled entropy is not monotone (the chapter says it is bumpy)
+    unscaled = fig.state()["views"]["entropy"]["series"][1]["y"]
+    assert any(b > a for a, b in zip(unscaled, unscaled[1:]))
+
+
+def test_mask_readout_says_what_a_blocked_row_becomes():
+    fig = ch02.mask_builder()
+    big = fig.state(len0=0, fill="-1e9 (float32)")["readout"]
+    assert "uniform weights over all 5 keys (every key is blocked for these rows)" in big
+    assert "loss" in fig.state(len0=0, fill="-inf")["readout"]

@@ -44,3 +44,32 @@ def test_the_figure_lists_every_setting():
     assert s["state"] == {**s["state"], "separate": True, "step": 0, "ring": 2}
     assert "not symmetric" in s["readout"]
     assert "are symmetric" in fig.state(separate=False, step=3)["readout"]
+
+
+def test_each_score_map_has_its_own_symmetric_colour_scale():
+    """The scale follows the map shown (max |s|), so the separate head's scores and the
+    untrained heads' are not washed out by the shared head's scores of about 95."""
+    fig = ch03.shared_vs_separate()
+    ranges = {}
+    for separate in (False, True):
+        for step in range(len(ch03.CHECKPOINTS)):
+            s = fig.state(separate=separate, step=step)
+            view = s["views"]["scores"]
+            top = torch.tensor(view["grids"][0]).abs().max().item()
+            assert view["vmax"] == -view["vmin"] == s["state"]["score_range"]
+            assert top <= view["vmax"] < top + 0.011
+            ranges[separate, step] = view["vmax"]
+    assert ranges[True, 5] < 15 < 90 < ranges[False, 5]  # separate: about 11, shared: 95
+    assert ranges[False, 0] < 1 and ranges[True, 0] < 1  # untrained: small scores
+
+
+def test_the_readouts_average_is_over_the_1000_test_rings():
+    _, (x, _, _) = ch03._data()
+    model = ch03.ring_head("shared", 200)
+    with torch.no_grad():
+        _, w = model(x)
+    seats = torch.arange(6)
+    left = float(w[:, seats, (seats - 1) % 6].mean())
+    s = ch03.shared_vs_separate().state(separate=False)
+    assert abs(s["state"]["left"] - left) < 1e-6 and x.shape[0] == 1000
+    assert f"on average over the 1,000 test rings each seat puts {left:.2f}" in s["readout"]

@@ -71,8 +71,9 @@ def check_mask(root):
 
 def move_dk(page, root):
     times = []
-    for knob, key in (("d_k", "ArrowRight"), ("scaled", "Space"), ("d_k", "ArrowLeft"),
-                      ("scaled", "Space"), ("d_k", "End"), ("d_k", "Home")):
+    # from d_k = 1 unscaled (where the box changes nothing: sqrt(1) = 1)
+    for knob, key in (("d_k", "ArrowRight"), ("scaled", "Space"), ("d_k", "End"),
+                      ("scaled", "Space"), ("d_k", "ArrowLeft"), ("d_k", "Home")):
         before = drawn(root, "weights")
         times.append(press(page, root, knob, key))
         assert drawn(root, "weights") != before, f"{knob} {key}: the picture did not change"
@@ -97,13 +98,13 @@ def move_mask(page, root):
 
 def test_dk_softmax_draws_what_pytorch_computes(page):
     root = show(page, ch02.dk_softmax())
-    assert check_dk(root) == {"d_k": 64, "scaled": True}
+    # it starts where the chapter's instructions start: unscaled, d_k = 1
+    assert check_dk(root) == {"d_k": 1, "scaled": False}
     times = move_dk(page, root)
-    assert values(root) == {"d_k": 1, "scaled": True}
+    assert values(root) == {"d_k": 1, "scaled": False}
     # unscaled at d_k = 1024 the softmax is nearly one-hot; the readout says so
     root.locator('[data-knob="d_k"]').focus()
     page.keyboard.press("End")
-    root.locator('[data-knob="scaled"]').press("Space")
     assert values(root) == {"d_k": 1024, "scaled": False}
     assert max(drawn(root, "weights")) > 0.99 and "unscaled" in readout(root)
     print(f"\nchapter 02 d_k slider, key press to picture (no build): {timing(times)}; "
