@@ -54,7 +54,7 @@ def test_dk_figure_starts_where_the_chapter_says_and_names_the_orange_bar():
     fig = ch02.dk_softmax()
     assert fig.state()["state"] == {**fig.state()["state"], "d_k": 1, "scaled": False}
     assert "the box changes nothing" in fig.state()["readout"]  # sqrt(1) = 1
-    assert "orange: the largest weight" in fig.state()["views"]["weights"]["caption"]
+    assert "orange: the largest weight" in fig.state()["views"]["weights"]["x_label"]
     # one random query: the unscaled entropy is not monotone (the chapter says it is bumpy)
     unscaled = fig.state()["views"]["entropy"]["series"][1]["y"]
     assert any(b > a for a, b in zip(unscaled, unscaled[1:]))

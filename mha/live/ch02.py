@@ -67,8 +67,8 @@ def dk_state(d_k, scaled):
     return {
         "views": {
             "weights": bars(w, [f"k{j}" for j in range(N_KEYS)], highlight=[top],
-                            caption=f"One query's weights over 16 keys, d_k = {d_k}, {how} "
-                                    f"(orange: the largest weight)"),
+                            caption=f"One query's weights over 16 keys, d_k = {d_k}, {how}",
+                            x_label="key (orange: the largest weight)"),
             "entropy": plot(DIMS, curves, x_log=True, marker=DIMS.index(d_k), y_min=0.0,
                             y_max=round(math.log(N_KEYS), 4),
                             caption="Entropy of the query's weights (uniform: ln 16 = 2.77)",
