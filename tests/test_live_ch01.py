@@ -41,3 +41,13 @@ def test_at_a_high_temperature_the_readout_says_uniform_and_gives_the_entropy():
     assert math.isclose(at_1["state"]["entropy"], float(-(w * w.log()).sum()), rel_tol=1e-5)
     assert f"entropy {at_1['state']['entropy']:.2f} nats (uniform: log 3 = 1.10)" \
         in at_1["readout"]
+
+
+def test_the_chapter_says_what_to_try_and_what_was_seen():
+    import json
+    from pathlib import Path
+
+    nb = Path(__file__).resolve().parent.parent / "chapters" / "01_soft_lookup.ipynb"
+    cells = {c.get("id"): "".join(c["source"]) for c in json.loads(nb.read_text())["cells"]}
+    assert "far left" in cells["3605a8af"] and "far right" in cells["3605a8af"]
+    assert "underflows" in cells["live01c2"] and "ch01_live_hot_min" in cells["live01c2"]

@@ -73,3 +73,17 @@ def test_the_readouts_average_is_over_the_1000_test_rings():
     s = ch03.shared_vs_separate().state(separate=False)
     assert abs(s["state"]["left"] - left) < 1e-6 and x.shape[0] == 1000
     assert f"on average over the 1,000 test rings each seat puts {left:.2f}" in s["readout"]
+
+
+def test_the_lead_in_describes_the_layout_readers_see():
+    """The panels stack at ordinary widths: the lead-in says first / then, not left / right,
+    and says which of the chapter's attempts 'separate' is."""
+    import json
+    from pathlib import Path
+
+    nb = Path(__file__).resolve().parent.parent / "chapters" / "03_one_head.ipynb"
+    cells = {c.get("id"): "".join(c["source"]) for c in json.loads(nb.read_text())["cells"]}
+    lead = cells["live03a1"]
+    assert "On the left" not in lead and "On the right" not in lead
+    assert "First (on top" in lead and "attempt 2" in lead
+    assert "ch03_live_left_shared" in cells["live03a4"]  # a closing paragraph, glued
