@@ -87,3 +87,17 @@ def test_the_lead_in_describes_the_layout_readers_see():
     assert "On the left" not in lead and "On the right" not in lead
     assert "First (on top" in lead and "attempt 2" in lead
     assert "ch03_live_left_shared" in cells["live03a4"]  # a closing paragraph, glued
+
+
+def test_the_readout_counts_the_solved_seats():
+    """Shared W: 70.9% = 4 seats solved + 2 at chance; the readout says 4 of the 6 seats."""
+    _, (x, y, _) = ch03._data()
+    for separate, variant in ((False, "shared"), (True, "qk")):
+        with torch.no_grad():
+            logits, _ = ch03.ring_head(variant, 200)(x)
+        per_seat = (logits.argmax(-1) == y).float().mean(0)  # (6,)
+        solved = int((per_seat > 0.9).sum())
+        s = ch03.shared_vs_separate().state(separate=separate)
+        assert s["state"]["solved"] == solved
+        assert f"({solved} of the 6 seats right in over 90% of the rings)" in s["readout"]
+    assert ch03.shared_vs_separate().state(separate=False)["state"]["solved"] == 4

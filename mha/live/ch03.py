@@ -104,10 +104,12 @@ def _evaluate(variant, step):
         model = ring_head(variant, step)
         logits, weights = model(x)
         scores = model.scores(x)
-    accuracy = float((logits.argmax(-1) == y).float().mean())
+    right = (logits.argmax(-1) == y).float()  # (n, L)
+    accuracy = float(right.mean())
+    solved = int((right.mean(0) > 0.9).sum())  # seats right in over 90% of the rings
     seats = torch.arange(N_SEATS)
     left = float(weights[:, seats, (seats - 1) % N_SEATS].mean())  # over every test ring
-    return scores[:N_RINGS], weights[:N_RINGS], accuracy, left
+    return scores[:N_RINGS], weights[:N_RINGS], accuracy, left, solved
 
 
 def _labels(ring):
@@ -134,7 +136,7 @@ def score_range(s):
 
 def ring_state(separate, step, ring):
     variant = "qk" if separate else "shared"
-    scores, weights, accuracy, left = _evaluate(variant, step)
+    scores, weights, accuracy, left, solved = _evaluate(variant, step)
     s, w = scores[ring], weights[ring]  # (L, L) each
     asym = float((s - s.T).abs().max())
     labels = _labels(ring)
@@ -157,9 +159,10 @@ def ring_state(separate, step, ring):
                     f"{'symmetric' if asym < 1e-5 else 'not symmetric'} (largest "
                     f"|s_ij - s_ji| = {asym:.2f}); on average over the 1,000 test rings each "
                     f"seat puts {left:.2f} of its weight on its left neighbour, and the test "
-                    f"accuracy is {accuracy:.1%}."),
+                    f"accuracy is {accuracy:.1%} ({solved} of the {N_SEATS} seats right in over "
+                    f"90% of the rings)."),
         "state": {"separate": separate, "step": step, "ring": ring, "accuracy": accuracy,
-                  "left": left, "score_range": top},
+                  "left": left, "solved": solved, "score_range": top},
     }
 
 
