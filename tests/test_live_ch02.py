@@ -48,3 +48,42 @@ def test_mask_builder_lists_every_setting_and_says_which_rows_are_nan():
     assert "sequence 0: rows 0, 1, 2, 3, 4 may attend to no key, NaN" in s["readout"]
     assert s["views"]["seq0"]["grids"][0][0] == [None] * 5
     assert "Every query" in fig.state(len0=3, len1=5)["readout"]
+
+
+def test_dk_figure_starts_where_the_chapter_says_and_names_the_orange_bar():
+    fig = ch02.dk_softmax()
+    assert fig.state()["state"] == {**fig.state()["state"], "d_k": 1, "scaled": False}
+    assert "the box changes nothing" in fig.state()["readout"]  # sqrt(1) = 1
+    assert "orange: the largest weight" in fig.state()["views"]["weights"]["x_label"]
+    # one random query: the unscaled entropy is not monotone (the chapter says it is bumpy)
+    unscaled = fig.state()["views"]["entropy"]["series"][1]["y"]
+    assert any(b > a for a, b in zip(unscaled, unscaled[1:]))
+
+
+def test_mask_readout_says_what_a_blocked_row_becomes():
+    fig = ch02.mask_builder()
+    big = fig.state(len0=0, fill="-1e9 (float32)")["readout"]
+    assert "uniform weights over all 5 keys (every key is blocked for these rows)" in big
+    assert "loss" in fig.state(len0=0, fill="-inf")["readout"]
+
+
+def _cells(name):
+    import json
+    from pathlib import Path
+
+    nb = Path(__file__).resolve().parent.parent / "chapters" / name
+    return [(c.get("id"), "".join(c["source"])) for c in json.loads(nb.read_text())["cells"]]
+
+
+def test_the_dk_figure_closes_its_section_and_the_mask_figure_names_its_box():
+    """'Try it: d_k and the scale' ends 'What large scores do to the softmax', before the masks
+    start (it used to split the padding subsection from its code), with a closing paragraph."""
+    cells = _cells("02_scaled_dot_product.ipynb")
+    where = {cid: i for i, (cid, _) in enumerate(cells)}
+    masks = next(i for i, (_, s) in enumerate(cells) if "## Masks: which keys" in s)
+    assert where["live02a1"] < where["live02a2"] < where["live02a4"] < masks
+    assert "Without the scale, the largest weight" in cells[where["live02a1"] - 1][1]
+    lead = cells[where["live02a1"]][1]
+    assert "starts at $d_k = 1$ with the box off" in lead and "bumpy" in lead
+    mask_lead = cells[where["live02b1"]][1]
+    assert "last box" not in mask_lead and "**padded queries attend nothing**" in mask_lead

@@ -44,3 +44,60 @@ def test_the_figure_lists_every_setting():
     assert s["state"] == {**s["state"], "separate": True, "step": 0, "ring": 2}
     assert "not symmetric" in s["readout"]
     assert "are symmetric" in fig.state(separate=False, step=3)["readout"]
+
+
+def test_each_score_map_has_its_own_symmetric_colour_scale():
+    """The scale follows the map shown (max |s|), so the separate head's scores and the
+    untrained heads' are not washed out by the shared head's scores of about 95."""
+    fig = ch03.shared_vs_separate()
+    ranges = {}
+    for separate in (False, True):
+        for step in range(len(ch03.CHECKPOINTS)):
+            s = fig.state(separate=separate, step=step)
+            view = s["views"]["scores"]
+            top = torch.tensor(view["grids"][0]).abs().max().item()
+            assert view["vmax"] == -view["vmin"] == s["state"]["score_range"]
+            assert top <= view["vmax"] < top + 0.011
+            ranges[separate, step] = view["vmax"]
+    assert ranges[True, 5] < 15 < 90 < ranges[False, 5]  # separate: about 11, shared: 95
+    assert ranges[False, 0] < 1 and ranges[True, 0] < 1  # untrained: small scores
+
+
+def test_the_readouts_average_is_over_the_1000_test_rings():
+    _, (x, _, _) = ch03._data()
+    model = ch03.ring_head("shared", 200)
+    with torch.no_grad():
+        _, w = model(x)
+    seats = torch.arange(6)
+    left = float(w[:, seats, (seats - 1) % 6].mean())
+    s = ch03.shared_vs_separate().state(separate=False)
+    assert abs(s["state"]["left"] - left) < 1e-6 and x.shape[0] == 1000
+    assert f"on average over the 1,000 test rings each seat puts {left:.2f}" in s["readout"]
+
+
+def test_the_lead_in_describes_the_layout_readers_see():
+    """The panels stack at ordinary widths: the lead-in says first / then, not left / right,
+    and says which of the chapter's attempts 'separate' is."""
+    import json
+    from pathlib import Path
+
+    nb = Path(__file__).resolve().parent.parent / "chapters" / "03_one_head.ipynb"
+    cells = {c.get("id"): "".join(c["source"]) for c in json.loads(nb.read_text())["cells"]}
+    lead = cells["live03a1"]
+    assert "On the left" not in lead and "On the right" not in lead
+    assert "First (on top" in lead and "attempt 2" in lead
+    assert "ch03_live_left_shared" in cells["live03a4"]  # a closing paragraph, glued
+
+
+def test_the_readout_counts_the_solved_seats():
+    """Shared W: 70.9% = 4 seats solved + 2 at chance; the readout says 4 of the 6 seats."""
+    _, (x, y, _) = ch03._data()
+    for separate, variant in ((False, "shared"), (True, "qk")):
+        with torch.no_grad():
+            logits, _ = ch03.ring_head(variant, 200)(x)
+        per_seat = (logits.argmax(-1) == y).float().mean(0)  # (6,)
+        solved = int((per_seat > 0.9).sum())
+        s = ch03.shared_vs_separate().state(separate=separate)
+        assert s["state"]["solved"] == solved
+        assert f"({solved} of the 6 seats right in over 90% of the rings)" in s["readout"]
+    assert ch03.shared_vs_separate().state(separate=False)["state"]["solved"] == 4

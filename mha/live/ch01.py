@@ -1,8 +1,8 @@
 """Chapter 01's live figure: a temperature slider over the weights of one query.
 
 ``temperature_bars(scores, tokens)`` shows softmax(scores / T) as bars for a temperature T on a
-log slider (six steps per doubling, 0.01 to 100 and the starting value); every position of the
-slider is computed here with ``torch.softmax`` and looked up by the page (``mha.live.figure``).
+log slider (six steps per doubling, 0.01 to 100 and the starting value, labelled with
+two significant figures); every position of the slider is computed here with ``torch.softmax`` and looked up by the page (``mha.live.figure``).
 """
 
 import math
@@ -40,18 +40,27 @@ def temperature_bars(scores, tokens, *, highlight=None, value=1.0,
     def state(temperature):
         T = temperature
         w = torch.softmax(scores / T, dim=-1)  # (n,)
-        top = int(w.argmax())
-        return {"views": {"weights": bars(w, tokens, highlight=marked,
-                                          caption=caption.replace("{T}", f"{T:.2f}"))},
-                "readout": f"T = {T:.2f}: the largest weight is {float(w[top]):.2f} "
-                           f"({tokens[top]}), the smallest {float(w.min()):.2g} (small, never "
-                           f"zero).",
-                "state": {"temperature": T}}
+        top, n = int(w.argmax()), len(tokens)
+        entropy = float(-(w * w.clamp_min(1e-30).log()).sum())
+        smallest = float(w.min())
+        if smallest == 0.0:  # e^(-big) is below float32's smallest number
+            rest = "the smallest underflows to 0 in float32 (mathematically it is above 0)"
+        elif float((w - 1 / n).abs().max()) < 0.005:
+            rest = f"all weights close to 1/{n} = {1 / n:.2f} (uniform)"
+        else:
+            rest = f"the smallest {smallest:.2g} (small, never zero)"
+        return {"views": {"weights": bars(w, tokens, highlight=marked, x_label="key token",
+                                          caption=caption.replace("{T}", f"{T:.2g}"))},
+                "readout": f"T = {T:.2g}: the largest weight is {float(w[top]):.2f} "
+                           f"({tokens[top]}), {rest}; entropy {entropy:.2f} nats "
+                           f"(uniform: log {n} = {math.log(n):.2f}).",
+                "state": {"temperature": T, "largest": float(w[top]), "smallest": smallest,
+                          "entropy": entropy}}
 
     grid = temperatures(value)
     return Figure(name="temperature-bars", title="Temperature and one query's weights",
                   controls=[slider("temperature", "temperature T", grid, float(value),
-                                   labels=[f"{t:.2f}" for t in grid])],
+                                   labels=[f"{t:.2g}" for t in grid])],
                   views=[View("weights", "bars")], state_fn=state,
                   note="<b>Live in this page:</b> the slider shows the softmax of the scores "
                        "above at each temperature, no kernel needed.",

@@ -63,30 +63,35 @@ def dk_state(d_k, scaled):
     how = "scaled" if scaled else "unscaled"
     top = int(w.argmax())
     entropy = _entropy(w)
+    same = " (sqrt(1) = 1: the box changes nothing here)" if d_k == 1 else ""
     return {
         "views": {
             "weights": bars(w, [f"k{j}" for j in range(N_KEYS)], highlight=[top],
-                            caption=f"One query's weights over 16 keys, d_k = {d_k}, {how}"),
+                            caption=f"One query's weights over 16 keys, d_k = {d_k}, {how}",
+                            x_label="key (orange: the largest weight)"),
             "entropy": plot(DIMS, curves, x_log=True, marker=DIMS.index(d_k), y_min=0.0,
                             y_max=round(math.log(N_KEYS), 4),
                             caption="Entropy of the query's weights (uniform: ln 16 = 2.77)",
                             x_label="d_k (log scale)", y_label="entropy (nats)")},
-        "readout": (f"d_k = {d_k}, {how}: the scores spread {spread:.2f} (standard deviation), "
-                    f"the largest weight is {float(w[top]):.2f} (key k{top}), the entropy "
-                    f"{entropy:.2f} nats of at most {math.log(N_KEYS):.2f}."),
+        "readout": (f"d_k = {d_k}, {how}{same}: the scores spread {spread:.2f} (standard "
+                    f"deviation), the largest weight is {float(w[top]):.2f} (key k{top}), the "
+                    f"entropy {entropy:.2f} nats of at most {math.log(N_KEYS):.2f}."),
+        "state": {"d_k": d_k, "scaled": scaled, "spread": spread, "largest": float(w[top]),
+                  "entropy": entropy},
     }
 
 
-def dk_softmax(d_k=64, scaled=True):
-    """Chapter 02: d_k and the scale against one query's softmax and its entropy."""
+def dk_softmax(d_k=1, scaled=False):
+    """Chapter 02: d_k and the scale against one query's softmax and its entropy; it starts
+    where the chapter's instructions start, unscaled at d_k = 1."""
     return Figure(
         name="dk-softmax", title="d_k and the scale: one query's softmax",
         controls=[slider("d_k", "d_k", DIMS, d_k),
                   toggle("scaled", "divide by sqrt(d_k)", scaled)],
         views=[View("weights", "bars"), View("entropy", "plot")],
         state_fn=dk_state,
-        alt="Bars: one query's attention weights over 16 keys; a line plot of their entropy "
-            "against d_k with and without the scale.")
+        alt="Bars: one query's attention weights over 16 keys, the largest in orange; a line "
+            "plot of their entropy against d_k with and without the scale.")
 
 
 # ----------------------------------------------------------------------------- masks
@@ -155,7 +160,9 @@ def mask_state(len0, len1, causal, pad_queries, fill):
     parts = []
     for b in range(2):
         if empty[b].any():
-            what = ("NaN" if nan[b].any() else "uniform weights over blocked keys"
+            what = ("NaN (and so is any loss computed from these rows, even times 0)"
+                    if nan[b].any() else
+                    "uniform weights over all 5 keys (every key is blocked for these rows)"
                     if fill == FILLS[1] else "all zero")
             parts.append(f"sequence {b}: {_rows(empty[b])} may attend to no key, {what}")
     note = {FILLS[2]: " (masked_fill(-1e9) raises on float16 scores: -1e9 becomes -inf)"}

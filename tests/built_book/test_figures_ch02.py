@@ -56,8 +56,14 @@ def expected_mask(len0, len1, causal, pad_queries, fill):
     return [[[None if math.isnan(x) else x for x in row] for row in seq] for seq in w.tolist()]
 
 
-def check_dk(root):
+def dk_values(root):
+    """The d_k figure's controls as drawn (its state also carries the readout's numbers)."""
     v = values(root)
+    return {"d_k": v["d_k"], "scaled": v["scaled"]}
+
+
+def check_dk(root):
+    v = dk_values(root)
     assert same(drawn(root, "weights"), expected_dk(v["d_k"], v["scaled"])), v
     return v
 
@@ -71,8 +77,10 @@ def check_mask(root):
 
 def move_dk(page, root):
     times = []
-    for knob, key in (("d_k", "ArrowRight"), ("scaled", "Space"), ("d_k", "ArrowLeft"),
-                      ("scaled", "Space"), ("d_k", "End"), ("d_k", "Home")):
+    # from d_k = 1 unscaled (where the box changes nothing: sqrt(1) = 1)
+    # (unscaled, 512 and 1024 are both one-hot on the same key: no move between them)
+    for knob, key in (("d_k", "ArrowRight"), ("d_k", "End"), ("scaled", "Space"),
+                      ("d_k", "ArrowLeft"), ("scaled", "Space"), ("d_k", "Home")):
         before = drawn(root, "weights")
         times.append(press(page, root, knob, key))
         assert drawn(root, "weights") != before, f"{knob} {key}: the picture did not change"
@@ -97,14 +105,14 @@ def move_mask(page, root):
 
 def test_dk_softmax_draws_what_pytorch_computes(page):
     root = show(page, ch02.dk_softmax())
-    assert check_dk(root) == {"d_k": 64, "scaled": True}
+    # it starts where the chapter's instructions start: unscaled, d_k = 1
+    assert check_dk(root) == {"d_k": 1, "scaled": False}
     times = move_dk(page, root)
-    assert values(root) == {"d_k": 1, "scaled": True}
+    assert dk_values(root) == {"d_k": 1, "scaled": False}
     # unscaled at d_k = 1024 the softmax is nearly one-hot; the readout says so
     root.locator('[data-knob="d_k"]').focus()
     page.keyboard.press("End")
-    root.locator('[data-knob="scaled"]').press("Space")
-    assert values(root) == {"d_k": 1024, "scaled": False}
+    assert dk_values(root) == {"d_k": 1024, "scaled": False}
     assert max(drawn(root, "weights")) > 0.99 and "unscaled" in readout(root)
     print(f"\nchapter 02 d_k slider, key press to picture (no build): {timing(times)}; "
           f"redraw {timing(DRAW_MS[-6:])}")

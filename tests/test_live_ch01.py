@@ -1,0 +1,53 @@
+"""Chapter 01's live figure (mha.live.ch01): the temperature slider's labels and readout."""
+
+import math
+
+import torch
+
+from mha.live import ch01
+
+SCORES = torch.tensor([2.0, 1.6, 0.0])  # chapter 01's two best keys and a function word
+
+
+def figure():
+    return ch01.temperature_bars(SCORES, ["Michael", "Bay", "as"], value=0.3)
+
+
+def test_every_step_of_the_slider_shows_a_new_label():
+    """Two significant figures: 0.011, 0.012, 0.014, ... not 0.01 three times."""
+    slider = figure().controls[0]
+    assert len(set(slider.labels)) == len(slider.values)
+    assert slider.labels[:3] == ["0.011", "0.012", "0.014"]
+
+
+def test_the_readout_never_calls_an_underflowed_zero_small():
+    fig = figure()
+    grid = fig.controls[0].values
+    cold = fig.state(temperature=grid[0])
+    assert cold["state"]["smallest"] == 0.0  # e^(-2 / 0.011) underflows in float32 ...
+    assert "underflows to 0 in float32" in cold["readout"]
+    assert "never zero" not in cold["readout"]
+    warm = fig.state(temperature=1.0)  # ... a weight that is not 0 is said to be above 0
+    assert "never zero" in warm["readout"] and warm["state"]["smallest"] > 0
+
+
+def test_at_a_high_temperature_the_readout_says_uniform_and_gives_the_entropy():
+    fig = figure()
+    hot = fig.state(temperature=fig.controls[0].values[-1])
+    assert "all weights close to 1/3 = 0.33 (uniform)" in hot["readout"]
+    assert "never zero" not in hot["readout"]
+    w = torch.softmax(SCORES / 1.0, -1)
+    at_1 = fig.state(temperature=1.0)
+    assert math.isclose(at_1["state"]["entropy"], float(-(w * w.log()).sum()), rel_tol=1e-5)
+    assert f"entropy {at_1['state']['entropy']:.2f} nats (uniform: log 3 = 1.10)" \
+        in at_1["readout"]
+
+
+def test_the_chapter_says_what_to_try_and_what_was_seen():
+    import json
+    from pathlib import Path
+
+    nb = Path(__file__).resolve().parent.parent / "chapters" / "01_soft_lookup.ipynb"
+    cells = {c.get("id"): "".join(c["source"]) for c in json.loads(nb.read_text())["cells"]}
+    assert "far left" in cells["3605a8af"] and "far right" in cells["3605a8af"]
+    assert "underflows" in cells["live01c2"] and "ch01_live_hot_min" in cells["live01c2"]
