@@ -71,7 +71,7 @@ def dk_state(d_k, scaled):
                             x_label="key (orange: the largest weight)"),
             "entropy": plot(DIMS, curves, x_log=True, marker=DIMS.index(d_k), y_min=0.0,
                             y_max=round(math.log(N_KEYS), 4),
-                            caption="Entropy of the query's weights (uniform: ln 16 = 2.77)",
+                            caption="Entropy of the query's weights (uniform: log 16 = 2.77)",
                             x_label="d_k (log scale)", y_label="entropy (nats)")},
         "readout": (f"d_k = {d_k}, {how}{same}: the scores spread {spread:.2f} (standard "
                     f"deviation), the largest weight is {float(w[top]):.2f} (key k{top}), the "

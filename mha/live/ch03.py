@@ -124,7 +124,7 @@ def _loss_view(step):
         # the loss at each checkpoint: before its first step; the last, after training
         curves[label] = [losses[s] if s < len(losses) else losses[-1] for s in CHECKPOINTS]
     return plot(CHECKPOINTS, curves, marker=CHECKPOINTS.index(step), y_min=0.0,
-                caption="Training loss of both heads (guessing: ln 8 = 2.08)",
+                caption="Training loss of both heads (guessing: log 8 = 2.08)",
                 x_label="training step", y_label="cross-entropy loss")
 
 

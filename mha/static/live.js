@@ -221,6 +221,22 @@
   }
 
   // plot: d = {x, series: [{label, y}], caption, x_label, y_label, y_min, y_max, x_log, marker}
+  // x tick labels: none cut at the canvas's right edge, none written over its neighbour (a
+  // narrow phone drops the ones that would collide, never the last)
+  function xTickLabels(ctx, labels, X, y, width) {
+    var boxes = labels.map(function (v, i) {
+      var s = String(v), w = ctx.measureText(s).width, x = Math.min(X(i), width - 2 - w / 2);
+      return { s: s, x: x, l: x - w / 2, r: x + w / 2 };
+    });
+    var last = boxes.length - 1, right = -Infinity;
+    ctx.textAlign = "center";
+    boxes.forEach(function (b, i) {
+      var clash = b.l < right + 4 || (i < last && b.r + 4 > boxes[last].l);
+      if (clash && i !== last) return;
+      ctx.fillText(b.s, b.x, y); right = b.r;
+    });
+  }
+
   function plot(canvas, d, t) {
     var room = avail(canvas), width = Math.min(room, 560), height = 250, x0 = 56, y0 = 28;
     var pw = width - x0 - 12, ph = height - y0 - 52, ctx = setup(canvas, width, height);
@@ -238,8 +254,7 @@
     var ticks = niceTicks(lo, hi, 5);
     ticks.forEach(function (tv) { ctx.fillText(tickText(tv, ticks.step), x0 - 4, Y(tv)); });
     canvas.dataset.ticks = JSON.stringify(ticks);
-    ctx.textAlign = "center";
-    d.x.forEach(function (v, i) { ctx.fillText(String(v), X(i), y0 + ph + 12); });
+    xTickLabels(ctx, d.x, X, y0 + ph + 12, width);
     ctx.fillText(d.x_label || "", x0 + pw / 2, height - 10);
     ctx.save(); ctx.translate(12, y0 + ph / 2); ctx.rotate(-Math.PI / 2); ctx.fillText(d.y_label || "", 0, 0); ctx.restore();
     var colours = [t.bar, t.accent, t.muted];
@@ -354,8 +369,7 @@
     ctx.strokeStyle = t.muted; ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x0, y0 + ph);
     ctx.lineTo(x0 + pw, y0 + ph); ctx.stroke(); ctx.fillStyle = t.fg; ctx.textAlign = "right";
     for (var k = lo; k <= hi; k += step) ctx.fillText(power(k), x0 - 4, Y(Math.pow(2, k)));
-    ctx.textAlign = "center";
-    d.x.forEach(function (v, i) { ctx.fillText(String(v), X(i), y0 + ph + 12); });
+    xTickLabels(ctx, d.x, X, y0 + ph + 12, width);
     ctx.fillText(d.x_label || "", x0 + pw / 2, height - 10);
     ctx.save(); ctx.translate(12, y0 + ph / 2); ctx.rotate(-Math.PI / 2); ctx.fillText(d.y_label || "", 0, 0); ctx.restore();
     var colours = [t.bar, t.accent, t.muted];
