@@ -25,16 +25,6 @@ def figure():
     return live_explorer.explorer_figure({})
 
 
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    page.errors = []
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    yield page
-    context.close()
-
 
 def expected(s):
     knobs = {"source": s["source"], "seed": s["seed"], "temperature": s["temperature"]}

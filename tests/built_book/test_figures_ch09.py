@@ -32,16 +32,6 @@ from mha.tasks import IGNORE
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    page.errors = []
-    page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    yield page
-    context.close()
-
 
 def reference(removed):
     """Accuracy per job and their mean with ``removed`` heads masked by hand."""
