@@ -106,6 +106,11 @@ class Explorer:
             "sentence": w.Dropdown(options=list(EXAMPLE_SENTENCES), value=v["sentence"],
                                    description="sentence", style=cont["style"],
                                    layout=cont["layout"]),
+            # not a knob of the layer: which picture of its weights (live_explorer.VIEWS)
+            "view": w.Dropdown(options=[(label, name) for name, label
+                                        in live_explorer.VIEWS.items()],
+                               value="heatmaps", description="view", style=cont["style"],
+                               layout=cont["layout"]),
         }
         self.attention_fn = attention_fn
         self.view = w.Output()
@@ -114,7 +119,9 @@ class Explorer:
             "<div style='font-size:0.85em;color:#444;max-width:44em'>The knobs keep each other "
             "valid: <b>num_heads</b> offers only the divisors of d_model (up to 16) and "
             "<b>num_kv_heads</b> only the divisors of num_heads. With a trained <b>source</b> "
-            "only temperature and seed (the input sample) apply.</div>")
+            "only temperature and seed (the input sample) apply. <b>view</b> shows every "
+            "head's heatmap or one head as lines (pick the head; focus, hover or tap a token "
+            "to see only its lines).</div>")
         self.result, self.redraws, self._syncing = None, 0, False
         for control in self.controls.values():
             control.observe(self._changed, names="value")
@@ -130,7 +137,8 @@ class Explorer:
         return [h for h in _divisors(d_model) if h <= MAX_HEADS]
 
     def config(self):
-        return {name: control.value for name, control in self.controls.items()}
+        """The layer's knobs (every control but ``view``)."""
+        return {name: c.value for name, c in self.controls.items() if name != "view"}
 
     def _enable(self):
         trained = self.controls["source"].value != "random layer"
@@ -179,8 +187,9 @@ class Explorer:
             _output(self.view, live_explorer.message_html(self.result.message),
                     self.result.message)
         else:
-            _output(self.view, live_explorer.view_figure(self.result).html(),
-                    "<attention heatmaps, one per head>")
+            view = self.controls["view"].value
+            _output(self.view, live_explorer.view_figure(self.result, view).html(),
+                    f"<attention weights: {live_explorer.VIEWS[view]}>")
 
     def static_html(self):
         """The explorer for a page with no kernel (the built book): ``mha.live.explorer``."""

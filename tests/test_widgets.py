@@ -427,3 +427,27 @@ def test_flop_count_check():
     assert not no_gqa.passed and len(no_gqa.failures) == 2
     assert "grouped-query" in no_gqa.failures[0] and "expected 230400, got 353280" in (
         no_gqa.failures[0])
+
+
+def test_widget_view_switches_to_one_head_as_lines():
+    """The kernel explorer has the page's second view: its "view" control redraws the same
+    weights as one head's lines (issue 22), and is not a knob of the layer."""
+    import json
+    import re
+
+    pytest.importorskip("ipywidgets", reason="the explorer's UI needs ipywidgets")
+    ex = mha.widgets.explorer(num_heads=4)
+    assert "view" not in ex.config() and ex.controls["view"].value == "heatmaps"
+    ex.controls["view"].value = "lines"
+    assert ex.redraws == 2 and ex.result.ok
+    (out,) = ex.view.outputs
+    spec = json.loads(re.search(r'class="mha-spec">(.*?)</script>', out["data"]["text/html"],
+                                re.S).group(1).replace("<\\/", "</"))
+    (state,) = spec["states"].values()
+    assert spec["pool"][state["views"]["heads"]] is None
+    lines = spec["pool"][state["views"]["lines"]]
+    assert lines["head"] == 0 and lines["rows"][:2] == ["The", "bank"]
+    torch.testing.assert_close(torch.tensor(lines["grids"]), ex.result.weights, atol=1e-6,
+                               rtol=0)
+    with pytest.raises(ValueError, match="view must be one of"):
+        mha.live.explorer.payload(ex.result, "bars")

@@ -90,20 +90,34 @@ def _table(t):
     return table(["head", *t["columns"]], t["rows"], caption)
 
 
-def payload(result):
-    """The views of one ``ExplorerResult``: the heatmaps (weights to 1e-6) and a trained
+#: the explorer's two views of the same weights (its "view" control, in the page and in Jupyter)
+VIEWS = {"heatmaps": "heatmaps, every head", "lines": "lines, one head"}
+
+
+def payload(result, view="heatmaps"):
+    """The views of one ``ExplorerResult``: the heatmaps (weights to 1e-6), or with ``view`` =
+    "lines" the same weights as one head's lines (the head picked in the page), and a trained
     source's table."""
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {list(VIEWS)}; got {view!r}")
     keys = result.tokens if result.key_tokens is None else result.key_tokens
-    return {"heads": heatmap(result.weights, result.tokens, keys, titles=_head_labels(result),
-                             caption=_title(result.config), digits=6),
-            "table": _table(result.table)}
+    heads = heatmap(result.weights, result.tokens, keys, titles=_head_labels(result),
+                    caption=_title(result.config), digits=6)
+    lines = None
+    if view == "lines":
+        lines = {k: heads[k] for k in ("grids", "rows", "cols", "titles", "caption", "label")}
+        lines.update(head=0, focus=None)
+        heads = None
+    return {"heads": heads, "lines": lines, "table": _table(result.table)}
 
 
-def view_figure(result):
-    """One picture, no controls (the widget's view in a kernel)."""
-    views = payload(result)
-    return Figure(name="explorer-view", title="attention heatmaps, one per head", controls=[],
-                  views=[View("heads", "heatmap"), View("table", "table")],
+def view_figure(result, view="heatmaps"):
+    """One picture, no controls (the widget's view in a kernel): every head's heatmap, or one
+    head as lines (``view="lines"``)."""
+    views = payload(result, view)
+    return Figure(name="explorer-view", title=f"attention weights: {VIEWS[view]}", controls=[],
+                  views=[View("heads", "heatmap"), View("lines", "lines"),
+                         View("table", "table")],
                   state_fn=lambda: {"views": views, "readout": _title(result.config)})
 
 
@@ -216,8 +230,7 @@ def explorer_figure(knobs, data=None):
         select("mask", "mask", list(explore.MASK_KINDS), k["mask_kind"]),
         slider("seed", "seed", list(STATIC_SEEDS), min(k["seed"], STATIC_SEEDS[-1])),
         select("sentence", "sentence", list(explore.EXAMPLE_SENTENCES), k["sentence"]),
-        select("view", "view", ["heatmaps", "lines"], "heatmaps",
-               labels=["heatmaps, every head", "lines, one head"]),
+        select("view", "view", list(VIEWS), "heatmaps", labels=list(VIEWS.values())),
     ]
     controls[1].disabled = True  # d_model: fixed in the page
     controls[5].labels = [f"{t:.2f}" for t in controls[5].values]

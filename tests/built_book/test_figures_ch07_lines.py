@@ -203,3 +203,16 @@ def test_the_readout_gives_L(page, figure):
     assert ", L = 12, d_model = 64," in root.locator(".mha-readout").inner_text()
     press(page, root, "seq_len", "ArrowRight")
     assert ", L = 13, d_model = 64," in root.locator(".mha-readout").inner_text()
+
+
+def test_the_kernel_explorers_lines_view_draws_its_weights(page):
+    """In Jupyter the explorer's "view" control asks Python for ``view_figure(result,
+    "lines")``: the page draws one head's lines from exactly those weights."""
+    result = explore.explore_once(num_heads=4, seq_len=6)
+    root = show(page, live_explorer.view_figure(result, "lines"))
+    drawn = json.loads(root.locator('[data-view="lines"]').get_attribute("data-values"))
+    assert drawn["head"] == 0 and drawn["lines"]
+    for query, key, weight in drawn["lines"]:
+        assert abs(weight - float(result.weights[0, query, key])) < 1e-3
+    assert root.locator('[data-view="heads"]').is_hidden()
+    assert not page.errors, page.errors
