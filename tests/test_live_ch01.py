@@ -26,16 +26,16 @@ def test_the_readout_never_calls_an_underflowed_zero_small():
     cold = fig.state(temperature=grid[0])
     assert cold["state"]["smallest"] == 0.0  # e^(-2 / 0.011) underflows in float32 ...
     assert "underflows to 0 in float32" in cold["readout"]
-    assert "never zero" not in cold["readout"]
+    assert "never gives exactly 0" not in cold["readout"]
     warm = fig.state(temperature=1.0)  # ... a weight that is not 0 is said to be above 0
-    assert "never zero" in warm["readout"] and warm["state"]["smallest"] > 0
+    assert "never gives exactly 0" in warm["readout"] and warm["state"]["smallest"] > 0
 
 
 def test_at_a_high_temperature_the_readout_says_uniform_and_gives_the_entropy():
     fig = figure()
     hot = fig.state(temperature=fig.controls[0].values[-1])
     assert "all weights close to 1/3 = 0.33 (uniform)" in hot["readout"]
-    assert "never zero" not in hot["readout"]
+    assert "never gives exactly 0" not in hot["readout"]
     w = torch.softmax(SCORES / 1.0, -1)
     at_1 = fig.state(temperature=1.0)
     assert math.isclose(at_1["state"]["entropy"], float(-(w * w.log()).sum()), rel_tol=1e-5)

@@ -48,7 +48,7 @@ def temperature_bars(scores, tokens, *, highlight=None, value=1.0,
         elif float((w - 1 / n).abs().max()) < 0.005:
             rest = f"all weights close to 1/{n} = {1 / n:.2f} (uniform)"
         else:
-            rest = f"the smallest {smallest:.2g} (small, never zero)"
+            rest = f"the smallest {smallest:.2g} (above 0: softmax never gives exactly 0)"
         return {"views": {"weights": bars(w, tokens, highlight=marked, x_label="key token",
                                           caption=caption.replace("{T}", f"{T:.2g}"))},
                 "readout": f"T = {T:.2g}: the largest weight is {float(w[top]):.2f} "

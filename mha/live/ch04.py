@@ -81,7 +81,9 @@ def width_state(num_heads, query, x=None, weights=None):
     w = (head_weights(num_heads, x) if weights is None else weights)[:, query]  # (H, 9)
     c = parameter_counts(num_heads)
     top = [int(j) for j in w.argmax(-1)]  # each head's largest weight: its key
-    if num_heads <= 4:
+    if num_heads == 1:
+        tops = f"the one head's largest weight goes to {TOKENS[top[0]]}"
+    elif num_heads <= 4:
         tops = "; ".join(f"head {i}: {TOKENS[j]}" for i, j in enumerate(top))
         tops = f"each head's largest weight goes to a key of its own choice ({tops})"
     else:

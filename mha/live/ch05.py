@@ -97,8 +97,8 @@ def split_state(num_heads, token, feature, wrong=False):
                     + (", where it started." if home else
                        f", not where it started (token {token}, feature {feature}).")
                     + (" The real harm is inside attention: a row of a head is no longer one "
-                       "token, so the head compares pieces of different tokens." if wrong
-                       else "")),
+                       "token, so the head compares pieces of different tokens."
+                       if wrong and num_heads > 1 else "")),
         "state": {"num_heads": num_heads, "token": token, "feature": feature, "wrong": wrong,
                   "number": n, "head": h, "row": row, "column": col, "back": [t2, f2]},
     }

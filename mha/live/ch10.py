@@ -165,6 +165,7 @@ def size_state(model, kind, context):
         per_token = kv_cache_bytes(c.num_layers, kv, c.d_head)
         heads = f"{kv} key/value head{'s' if kv > 1 else ''}"
         readout = (f"{model} with {kind} ({heads} of {c.num_heads}): "
+                   f"2 x {c.num_layers} layers x {kv} x d_head {c.d_head} x 2 bytes = "
                    f"{per_token / 2**10:,.0f} KiB per token, {sizes[KINDS.index(kind)]:,.3g} "
                    f"GiB for one sequence of {context:,} tokens (as built: {c.attention}, "
                    f"{c.num_kv_heads} key/value head{'s' if c.num_kv_heads > 1 else ''}).")

@@ -210,14 +210,15 @@
       ctx.fillStyle = hl.indexOf(j) >= 0 ? t.accent : t.bar;
       if (v !== null) ctx.fillRect(x, y(v), w, y(lo) - y(v));
       ctx.fillStyle = t.fg; ctx.textAlign = "center";
-      if (bw >= 34) ctx.fillText(fmt(v), x + w / 2, y(v === null ? lo : v) - 8);
+      // a bar with no value (a configuration that cannot exist) says so, not "NaN"
+      if (bw >= 34) ctx.fillText(v === null ? "n/a" : fmt(v), x + w / 2, y(v === null ? lo : v) - 8);
       ctx.save(); ctx.translate(x + w / 2, y0 + ph + 6); ctx.rotate(-Math.PI / 4);
       ctx.textAlign = "right"; ctx.fillText(d.labels[j], 0, 0); ctx.restore();
     }
     ctx.textAlign = "center"; ctx.fillText(d.x_label || "key", x0 + n * bw / 2, height - 8);
     canvas.dataset.values = JSON.stringify(roundDeep(d.values));
     return (d.caption ? d.caption + ". " : "") + "Bars: " +
-      d.labels.map(function (s, i) { return s + " " + fmt(d.values[i]); }).join(", ") + ".";
+      d.labels.map(function (s, i) { return s + " " + (d.values[i] === null ? "n/a" : fmt(d.values[i])); }).join(", ") + ".";
   }
 
   // plot: d = {x, series: [{label, y}], caption, x_label, y_label, y_min, y_max, x_log, marker}
@@ -615,6 +616,10 @@
       out.set.temperature = 1; // a trained source from the random layer: T = 1, the model as trained
     }
     memo.lastSource = v.source;
+    // without grouping (num_kv_heads = num_heads) the two move together, as in mha.widgets
+    var prevH = memo.lastH === undefined ? v.num_heads : memo.lastH;
+    if (changed === "num_heads" && v.num_kv_heads === prevH) out.set.num_kv_heads = v.num_heads;
+    memo.lastH = v.num_heads;
     var offered = [1, 2, 4, 8, 16].map(function (h, i) { return v.num_heads % h === 0 ? i : -1; })
       .filter(function (i) { return i >= 0; });
     out.options.num_kv_heads = offered;
@@ -642,7 +647,8 @@
       tq = view.tokens_q; tk = view.tokens_k;
       o = { H: src.H, Hkv: src.H, Dh: src.Dh, Lq: tq.length, Lk: tk.length, qStride: src.H * src.Dh,
         kStride: src.H * src.Dh, T: T, allowed: src.causal ? function (i, j) { return j <= i; } : function () { return true; } };
-      titles = src.titles; caption = v.source + " (trained), input sample " + seed + ", L = " + tq.length + ", T = " + T.toFixed(2);
+      titles = src.titles; caption = v.source + " (trained), input sample " + seed +
+        (tk.length === tq.length ? ", L = " + tq.length : ", Lq = " + tq.length + ", Lk = " + tk.length) + ", T = " + T.toFixed(2);
       counts = src.note; table = src.table;
     }
     return {
@@ -953,7 +959,7 @@
       readout: nn + " (token " + v.token + " \"" + tok[v.token] + "\", feature " + v.feature + "): " + name +
         " puts it in head " + h + ", row " + rw + ", column " + col + " (" + how + "); merge_heads brings it to token " +
         t2 + ", feature " + f2 + (home ? ", where it started." : ", not where it started (token " + v.token +
-        ", feature " + v.feature + ").") + (v.wrong ? " The real harm is inside attention: a row of a head is" +
+        ", feature " + v.feature + ").") + (v.wrong && H > 1 ? " The real harm is inside attention: a row of a head is" +
         " no longer one token, so the head compares pieces of different tokens." : ""),
       state: { num_heads: H, token: v.token, feature: v.feature, wrong: v.wrong, number: n, head: h, row: rw,
         column: col, back: [t2, f2] } };

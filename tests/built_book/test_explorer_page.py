@@ -246,3 +246,21 @@ def test_explorer_on_a_phone(browser):
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
     finally:
         context.close()
+
+
+def test_ungrouped_kv_heads_follow_num_heads_in_the_page(page):
+    """As in the Jupyter controls (mha.widgets): without grouping, num_kv_heads moves with
+    num_heads, so 8 -> 4 -> 8 heads ends at 8 key/value heads and 16,384 parameters again."""
+    fig = live_explorer.explorer_figure({**widgets.DEFAULTS})
+    page.set_content(fig.page())
+    root = page.locator('.mha-live[data-figure="explorer"]')
+    page.wait_for_function("el => el.dataset.draws >= 1", arg=root.element_handle())
+    for heads in ("4", "8"):
+        page.select_option('[data-knob="num_heads"]', heads)
+        s = assert_matches(page, root)
+        assert s["num_heads"] == s["num_kv_heads"] == int(heads), s
+    assert "parameters 16,384" in root.locator('[data-view="counts"]').text_content()
+    page.select_option('[data-knob="num_kv_heads"]', "2")  # grouped: it stays where it is
+    page.select_option('[data-knob="num_heads"]', "4")
+    assert assert_matches(page, root)["num_kv_heads"] == 2
+    assert not page.errors, page.errors

@@ -205,10 +205,20 @@ def test_dk_slider_redraws_in_jupyterlab(browser, lab):
         assert quiet >= 12, "the notebook did not finish running"
         box = root.locator('[data-knob="scaled"]')
         box.scroll_into_view_if_needed()
+        # the figure starts at d_k = 1 (where the scale changes nothing): set d_k = 64 first,
+        # as a drag of the slider would
+        start = json.loads(root.get_attribute("data-state"))
+        assert start == {"d_k": 1, "scaled": False}, start
+        at64 = ch02.dk_softmax().controls[0].values.index(64)  # the slider's index of 64
+        root.locator('[data-knob="d_k"]').evaluate(
+            "(el, i) => { el.value = String(i); el.dispatchEvent(new Event('input',"
+            " {bubbles: true})); }", at64)
+        page.wait_for_function("el => JSON.parse(el.dataset.state).d_k === 64",
+                               arg=root.element_handle(), timeout=10_000)
         times = []
         # clicks, not keys: after Run All, Lab hands the keyboard focus back to its active cell
         # (the keyboard is tested on the same figure in the built book, test_figures_ch02.py)
-        for scaled in (False, True, False, True):
+        for scaled in (True, False, True, False):
             before = root.get_attribute("data-draws")
             page.evaluate("() => { window.__clickAt = null; document.addEventListener("
                           "'mousedown', () => { window.__clickAt = performance.now(); },"
