@@ -208,7 +208,7 @@ def test_dk_slider_redraws_in_jupyterlab(browser, lab):
         # the figure starts at d_k = 1 (where the scale changes nothing): set d_k = 64 first,
         # as a drag of the slider would
         start = json.loads(root.get_attribute("data-state"))
-        assert start == {"d_k": 1, "scaled": False}, start
+        assert (start["d_k"], start["scaled"]) == (1, False), start
         at64 = ch02.dk_softmax().controls[0].values.index(64)  # the slider's index of 64
         root.locator('[data-knob="d_k"]').evaluate(
             "(el, i) => { el.value = String(i); el.dispatchEvent(new Event('input',"
@@ -229,7 +229,7 @@ def test_dk_slider_redraws_in_jupyterlab(browser, lab):
             times.append(page.evaluate("el => Number(el.dataset.drawnAt) - window.__clickAt",
                                        root.element_handle()))
             s = json.loads(root.get_attribute("data-state"))
-            assert s == {"d_k": 64, "scaled": scaled}
+            assert (s["d_k"], s["scaled"]) == (64, scaled), s
             drawn = json.loads(root.locator('canvas[data-view="weights"]')
                                .get_attribute("data-values"))
             torch.testing.assert_close(torch.tensor(drawn), ch02.dk_weights(64, scaled),
