@@ -84,8 +84,7 @@ def page_weights(book):
         size = path.stat().st_size + sum((book / i).stat().st_size for i in images
                                          if (book / i).exists())
         print(f"  {path.name:<34} {size / 1e6:6.2f} MB  (HTML {path.stat().st_size / 1e6:.2f} "
-              f"MB, {len(images)} images; everything the page loads, shared files included: "
-              "tests/built_book/test_page_weight.py)")
+              f"MB, {len(images)} images)")
 
 
 def main():
@@ -113,6 +112,8 @@ def main():
     if args.book:
         print("chapter pages (bytes the browser loads from the book for the page itself):")
         page_weights(args.book)
+        print("(the theme's shared CSS, scripts and fonts and MathJax come on top: "
+              "tests/built_book/test_page_weight.py weighs everything a page loads)")
 
 
 if __name__ == "__main__":
