@@ -29,7 +29,7 @@ def count_parameters(d_model, num_heads, num_kv_heads=None, *, bias=False):
 def count_flops(seq_len, d_model, num_heads, num_kv_heads=None):
     """FLOPs of one self-attention forward pass over ``seq_len`` tokens (batch of 1).
 
-    A multiply-add counts as 2 FLOPs (an (m x k) @ (k x n) product costs 2*m*k*n).
+    A multiply-add counts as 2 FLOPs (an (n1 x n2) @ (n2 x n3) product costs 2*n1*n2*n3).
     Projections: Q and output 2*L*D*D each; K and V 2*L*D*(Hkv*Dh) each.
     Scores Q K^T: H heads of (L x Dh) @ (Dh x L) = 2*H*L*L*Dh = 2*L*L*D, whatever H is.
     Weights x V: the same, 2*L*L*D. The softmax and scaling (a few FLOPs per score, H*L*L,
