@@ -7,7 +7,7 @@ Each figure is loaded alone into a blank page (no kernel, no network: what the b
 Jupyter both run); for each of its controls the script presses a key ``--presses`` times
 (ArrowRight/ArrowLeft on sliders, ArrowDown/ArrowUp on selects, Space on toggles) and records the
 time from the key press to the new picture (``data-drawn-at`` of the figure minus the keydown
-time) and the redraw's own time as live.js measured it (``data-draw-ms``: look-up or in-page
+time) and the redraw's own time as the front end measured it (``data-draw-ms``: look-up or in-page
 compute, and drawing). Reported: median and worst over all presses of the figure. With
 ``--book`` it also prints the bytes of every chapter page: its HTML (live figures and their data
 are inline) plus the images it references from ``_images/``. Needs Debian's Chromium.

@@ -5,7 +5,7 @@
 sentence, runs attention and returns the per-head weights (H, L, L), the token labels and the
 parameter and FLOP counts, or a friendly ``message`` (never an exception) for an impossible
 combination of knobs. The explorer's controls are ``mha.widgets`` (Jupyter) and ``mha.live``
-(the page); both draw with ``mha/static/live.js``.
+(the page); both draw with ``mha/static/live/``.
 
 * ``source``: ``"random layer"`` (the seeded layer below) or a layer of chapter 08's trained
   tiny models on its own inputs (``mha.sources``): then ``seed`` picks the input sample and only

@@ -1,7 +1,7 @@
 """The explorer's export for the built book (mha.live.explorer) and its trained source (mha.sources).
 
 Round trip: the data the page receives, put through the page's arithmetic (reimplemented here in
-numpy, line for line as in mha/static/live.js's explorer compute: split into heads, mask, scores / (sqrt(Dh) T),
+numpy, line for line as in mha/static/live/compute.js's explorer compute: split into heads, mask, scores / (sqrt(Dh) T),
 softmax), equals ``explore_once`` for the same knobs. The same page code runs in Chromium in
 tests/built_book/test_explorer_page.py.
 """
@@ -23,7 +23,7 @@ def decode(b64):
 
 
 def page_attention(q, k, H, Hkv, Dh, Lq, Lk, q_stride, k_stride, T, allowed):
-    """live.js ``attention``: weights (H, Lq, Lk) in float64."""
+    """compute.js ``attention``: weights (H, Lq, Lk) in float64."""
     q = q.astype(np.float64).reshape(-1, q_stride)[:Lq]
     k = k.astype(np.float64).reshape(-1, k_stride)[:Lk]
     out = np.zeros((H, Lq, Lk))
@@ -38,7 +38,7 @@ def page_attention(q, k, H, Hkv, Dh, Lq, Lk, q_stride, k_stride, T, allowed):
 
 
 def page_random(data, num_heads, num_kv_heads, seq_len, temperature, mask_kind, seed, sentence):
-    """live.js ``COMPUTE.explorer`` for the random layer."""
+    """compute.js ``COMPUTE.explorer`` for the random layer."""
     D = data["d_model"]
     Dh, L = D // num_heads, seq_len
     src = data["sources"]["random layer"]

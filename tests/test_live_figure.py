@@ -1,12 +1,17 @@
 """mha.live.figure: a figure lists every state of its controls, stores each picture once, and
 refuses bad declarations with a message naming what is wrong."""
 
+import ast
 import json
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
 
 from mha.live import figure as F
+from mha.live import views
 
 
 def tiny(**kw):
@@ -45,7 +50,7 @@ def test_html_carries_spec_and_script_once():
 
 
 def test_nan_and_infinity_travel_as_null():
-    assert F._numbers([1.0, float("nan"), float("-inf"), 0.1234567]) == [1.0, None, None,
+    assert views._numbers([1.0, float("nan"), float("-inf"), 0.1234567]) == [1.0, None, None,
                                                                           0.12346]
 
 
@@ -70,3 +75,53 @@ def test_a_state_missing_a_view_is_refused():
 def test_unknown_control_in_lookup():
     with pytest.raises(TypeError, match="unknown controls"):
         tiny().state(m=1)
+
+
+# ----------------------------------------------------------------------------- the design
+# "One front end, one-way imports, no module over ~300 lines" (CONTRIBUTING.md, design).
+
+LIVE = Path(F.__file__).resolve().parent
+FRONT_END = F.JS_DIR
+
+
+def test_the_front_end_is_every_part_once_in_one_function():
+    on_disk = sorted(p.stem for p in FRONT_END.glob("*.js"))
+    assert sorted(F.JS_PARTS) == on_disk, "JS_PARTS must name every file of mha/static/live/"
+    text = F.script()
+    assert text.startswith('<script>(function () {\n"use strict";\n')
+    assert text.endswith("})();</script>")
+    assert "</script" not in text[len("<script>"):-len("</script>")]
+    starts = [text.index((FRONT_END / f"{name}.js").read_text()) for name in F.JS_PARTS]
+    assert starts == sorted(starts), "the parts must come in JS_PARTS order"
+
+
+@pytest.mark.parametrize("path", sorted(FRONT_END.glob("*.js")) + sorted(LIVE.glob("*.py")),
+                         ids=lambda p: p.name)
+def test_no_front_end_module_is_over_300_lines(path):
+    n = len(path.read_text().splitlines())
+    assert n <= 300, f"{path.name} has {n} lines; split it (one module per idea, ~300 at most)"
+
+
+def test_the_bundle_is_valid_javascript(tmp_path):
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("needs Node.js to check the script's syntax (the browser tests run it)")
+    bundle = tmp_path / "live.js"
+    bundle.write_text(F.script()[len("<script>"):-len("</script>")])
+    done = subprocess.run([node, "--check", str(bundle)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_imports_go_one_way():
+    """views imports nothing of mha.live; figure only views; a chapter module never another
+    chapter's (explorer is chapter 07's)."""
+    def imported(path):
+        tree = ast.parse(path.read_text())
+        return {n.module for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
+
+    assert imported(LIVE / "views.py") == set()
+    assert imported(LIVE / "figure.py") == {"views"}
+    chapters = {p.stem for p in LIVE.glob("ch*.py")} | {"explorer"}
+    for name in chapters:
+        assert not imported(LIVE / f"{name}.py") & (chapters - {name}), name

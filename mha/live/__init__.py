@@ -1,4 +1,4 @@
-"""The book's live figures (``mha/static/live.js`` draws them; ``mha.live.figure`` declares them).
+"""The book's live figures (``mha/static/live/`` draws them; ``mha.live.figure`` declares them).
 
 A figure is shown by calling its function in a cell, e.g. ``mha.live.dk_softmax()``: one HTML
 output that works in the built book without a kernel and in every Jupyter front end. One line per

@@ -11,7 +11,7 @@
   attention (MHA: every head has its own keys and values; GQA: 8 key/value heads; MQA: one) and a
   context length; the bars are the cache of one sequence in GiB for the three kinds
   (``mha.configs.kv_cache_bytes``, 2 bytes a number, as in the chapter) and the plot its growth
-  with the context, both axes on a log scale (``y_log``: drawn by live.js's log-log plot), so
+  with the context, both axes on a log scale (``y_log``: drawn by the front end's log-log plot, charts.js), so
   growth in proportion to the context is a straight line of slope 1.
 
 Each ``*_state`` function is the figure's data for one setting of the controls (pure torch); the
@@ -157,7 +157,7 @@ def size_state(model, kind, context):
                   x_label="context (K = 1,024 tokens), log scale",
                   y_label="GiB, log scale",
                   caption=f"{model}: cache against context, log-log (proportional: slope 1)")
-    growth["y_log"] = True  # both axes log2-spaced: live.js's log-log plot
+    growth["y_log"] = True  # both axes log2-spaced: the front end's log-log plot
     if kv is None:
         readout = (f"{model} has {c.num_heads} query heads, which 8 key/value heads cannot "
                    f"share equally; as built it uses {c.attention} with {c.num_kv_heads}.")

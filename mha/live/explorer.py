@@ -2,10 +2,10 @@
 
 * ``explorer_figure(knobs)``: the explorer for a page with no kernel (the built book): the
   controls of ``mha.widgets.Explorer`` as page controls, the data exported here
-  (``explorer_data``) and live.js's in-page compute ``explorer``, which recomputes the weights
+  (``explorer_data``) and the front end's in-page compute ``explorer`` (compute.js), which recomputes the weights
   from that data at every change of a control (too many settings to list them all).
 * ``view_figure(result)``: one picture Python computed (``mha.explore.explore_once``), for the
-  view of the widget in Jupyter; live.js only draws it.
+  view of the widget in Jupyter; the front end only draws it.
 * ``frozen_figure(...)``: a picture the page cannot recompute (a reader's attention function).
 
 What is exported for the random layer (d_model fixed at ``STATIC_D_MODEL``): for every seed in

@@ -1,36 +1,39 @@
 """A live figure as data: controls, views and every state the controls can reach.
 
-A figure is declared in Python and drawn by one front end, ``mha/static/live.js``:
+A figure is declared in Python and drawn by one front end, ``mha/static/live/``:
 
 * **controls** (``slider``, ``select``, ``toggle``, ``steps``): each offers a list of values and
   starts at one of them;
-* **views** (``View(name, kind)``, kind ``heatmap``, ``bars``, ``plot``, ``table``, ``text`` or
-  ``lines``): the pictures, whose data each state gives (build it with ``heatmap``, ``bars``,
-  ``plot``, ``table``, ``lines``: one head as lines between its query and key tokens);
+* **views** (``View(name, kind)``, a kind of ``mha.live.views.VIEW_KINDS``): the pictures, whose
+  data each state gives (build it with ``heatmap``, ``bars``, ``plot``, ``table``, ``lines``: one
+  head as lines between its query and key tokens, ``arrows``; see ``mha.live.views``);
 * **states**: ``state_fn(**values)`` is called for every combination of the controls' values when
   the figure is made, with the package's own functions, so the page only looks a state up and
   draws it: what the page draws is what the package computed. (A figure with too many states to
-  list, chapter 07's explorer, names an in-page ``compute`` of live.js instead.)
+  list, chapter 07's explorer, names an in-page ``compute`` of the front end instead, mha/static/live/compute.js.)
 
 Displayed, a figure is one ``text/html`` output (the spec as JSON, the script inlined): the same
 HTML and the same script in the built book (no kernel), JupyterLab, Notebook, VS Code and Colab,
-and moving a control needs no kernel. Shapes of view data: see the builders below.
+and moving a control needs no kernel. Shapes of view data: see ``mha.live.views``.
 """
 
 import html
 import itertools
 import json
-import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["Control", "Figure", "View", "bars", "heatmap", "lines", "plot", "select", "slider",
-           "steps", "table", "toggle"]
+from .views import VIEW_KINDS, arrows, bars, heatmap, lines, plot, table
 
-JS = Path(__file__).resolve().parents[1] / "static" / "live.js"
+# the view builders (mha.live.views) are re-exported: a chapter's figure imports all it needs here
+__all__ = ["Control", "Figure", "View", "arrows", "bars", "heatmap", "lines", "plot", "select",
+           "slider", "steps", "table", "toggle"]
+
+#: the front end's parts (mha/static/live/), concatenated in this order inside one function
+JS_DIR = Path(__file__).resolve().parents[1] / "static" / "live"
+JS_PARTS = ("core", "heatmap", "charts", "panels", "lines", "compute", "mount")
 CONTROL_KINDS = ("range", "select", "toggle", "step")
-VIEW_KINDS = ("heatmap", "bars", "plot", "table", "text", "lines")
 MAX_STATES = 5000
 
 CSS = """<style>
@@ -130,125 +133,16 @@ class View:
             raise ValueError(f"kind must be one of {VIEW_KINDS}; got {self.kind!r}")
 
 
-# ----------------------------------------------------------------------------- view data
-
-def _numbers(x, digits=5):
-    """Nested lists of floats, NaN and infinities as None (JSON has neither), rounded to
-    ``digits`` decimals (the tests compare the page with Python to 1e-3)."""
-    if hasattr(x, "tolist"):
-        x = x.tolist()
-    if isinstance(x, (list, tuple)):
-        return [_numbers(v, digits) for v in x]
-    x = float(x)
-    return None if not math.isfinite(x) else round(x, digits)
-
-
-def heatmap(grids, rows, cols, *, titles=None, caption="", vmin=0.0, vmax=1.0, scale="viridis",
-            label="attention weight", numbers=False, marks=None, axes=None, digits=5):
-    """Heatmaps on one colour scale: ``grids`` (H, Lq, Lk) (a tensor or nested lists; NaN drawn
-    as a crossed grey cell), ``rows``/``cols`` token labels, ``titles`` one per heatmap,
-    ``scale`` ``viridis`` or ``diverging``, ``numbers`` writes each value in its cell, ``marks``
-    ``[(h, i, j), ...]`` outlines cells, ``axes`` replaces the "rows: queries" line; values are
-    rounded to ``digits`` decimals."""
-    grids = _numbers(grids, digits)
-    if len(grids) and not isinstance(grids[0][0], list):
-        grids = [grids]  # one (Lq, Lk) grid
-    d = {"grids": grids, "rows": [str(r) for r in rows], "cols": [str(c) for c in cols],
-         "titles": titles, "caption": caption, "vmin": vmin, "vmax": vmax, "scale": scale,
-         "label": label, "numbers": numbers, "marks": [list(m) for m in marks or []]}
-    if axes:
-        d["axes"] = axes
-    return d
-
-
-def bars(values, labels, *, caption="", highlight=(), y_label="attention weight",
-         x_label="key", y_min=0.0, y_max=1.0):
-    """Bars ``values`` (n,) over ``labels``; ``highlight``: indices drawn in the accent colour."""
-    return {"values": _numbers(values), "labels": [str(x) for x in labels], "caption": caption,
-            "highlight": list(highlight), "y_label": y_label, "x_label": x_label,
-            "y_min": y_min, "y_max": y_max}
-
-
-def plot(x, series, *, caption="", x_label="", y_label="", y_min=None, y_max=None,
-         x_log=False, marker=None):
-    """Lines: ``series`` is ``{label: y values}``, one y per x; ``marker`` rings the point at
-    that index on every line (the current setting); ``x_log`` spaces x by log2."""
-    d = {"x": list(x), "series": [{"label": k, "y": _numbers(v)} for k, v in series.items()],
-         "caption": caption, "x_label": x_label, "y_label": y_label, "x_log": x_log,
-         "marker": marker}
-    if y_min is not None:
-        d["y_min"] = y_min
-    if y_max is not None:
-        d["y_max"] = y_max
-    return d
-
-
-def table(columns, rows, caption=""):
-    """A small table: ``rows`` are ``[row label, value, ...]`` under ``columns``."""
-    return {"columns": list(columns), "rows": [list(r) for r in rows], "caption": caption}
-
-
-# ----------------------------------------------------------------------------- lines view
-# One head as lines (in the manner of bertviz's head view): queries in a left column, keys in a
-# right one, a line for every query-key pair, its width and opacity the weight. In the page each
-# token is a button: focusing or hovering it (or tapping it, which pins it) shows only its lines.
-
-def lines(weights, query_labels, key_labels, *, titles=None, head=0, focus=None,
-          focus_from=None, caption="", label="attention weight"):
-    """Data of a ``lines`` view: ``weights`` (H, Lq, Lk) or (Lq, Lk), rows summing to 1 (or 0);
-    ``titles`` one per head (with H > 1 the view has its own head picker, starting at ``head``);
-    ``focus`` ``("query", i)`` or ``("key", j)``: the token whose lines alone are drawn at first
-    (None: every line); ``focus_from`` ``(control name, [query index or None per value])``: the
-    focused query follows that control (e.g. a ``steps`` control through the queries), so the
-    states that differ only in it share one copy of the weights."""
-    grids = _numbers(weights)
-    if not isinstance(grids, list) or not grids or not isinstance(grids[0], list):
-        raise ValueError(f"weights must be (H, Lq, Lk) or (Lq, Lk); got {weights!r:.80}")
-    if not isinstance(grids[0][0], list):
-        grids = [grids]  # one head
-    H, Lq, Lk = len(grids), len(grids[0]), len(grids[0][0])
-    if any(len(g) != Lq or any(len(r) != Lk for r in g) for g in grids):
-        raise ValueError("weights must be a regular (H, Lq, Lk) array; got ragged rows")
-    if len(query_labels) != Lq or len(key_labels) != Lk:
-        raise ValueError(f"query_labels and key_labels must have Lq = {Lq} and Lk = {Lk} "
-                         f"entries; got {len(query_labels)} and {len(key_labels)}")
-    if titles is not None and len(titles) != H:
-        raise ValueError(f"titles must have one entry per head ({H}); got {len(titles)}")
-    if not (isinstance(head, int) and 0 <= head < H):
-        raise ValueError(f"head must be an int in 0..{H - 1}; got {head!r}")
-    if focus is not None:
-        side, index = focus
-        size = Lq if side == "query" else Lk if side == "key" else None
-        if size is None or not (isinstance(index, int) and 0 <= index < size):
-            raise ValueError(f"focus must be ('query', 0..{Lq - 1}) or ('key', 0..{Lk - 1}) "
-                             f"or None; got {focus!r}")
-    d = {"grids": grids, "rows": [str(r) for r in query_labels],
-         "cols": [str(c) for c in key_labels], "titles": titles, "head": head,
-         "focus": list(focus) if focus else None, "caption": caption, "label": label}
-    if focus_from is not None:
-        knob, queries = focus_from
-        bad = [q for q in queries if q is not None and not (isinstance(q, int) and 0 <= q < Lq)]
-        if not isinstance(knob, str) or bad:
-            raise ValueError(f"focus_from must be (control name, [query index in 0..{Lq - 1} "
-                             f"or None per value]); got {focus_from!r:.120}")
-        d["focus_from"] = {"knob": knob, "queries": list(queries)}
-    return d
-
-
-# ----------------------------------------------------------------------------- strips (ch05)
-# Integer grids too wide for a heatmap (9 x 512): live.js's ``strips`` draws each panel's grid
-# (one category per cell, e.g. a head) with one colour per category and marks a focused cell.
-# Data: {"panels": [{"title", "grid" (rows x cols, or heads side by side), "focus"}], "heads",
-# "d_head", "rows", "cols", "labels", "caption"}; see mha/live/ch05.py.
-VIEW_KINDS = VIEW_KINDS + ("strips",)
-
-
 # ----------------------------------------------------------------------------- the figure
 
 @lru_cache(maxsize=1)
 def script():
-    """The front end, to inline in an output (a page's copies mount once: see live.js)."""
-    return f"<script>{JS.read_text(encoding='utf-8')}</script>"
+    """The front end, to inline in an output (a page's copies mount once: see core.js): its
+    parts in one function, so they share one scope and nothing leaks into the page's."""
+    parts = "\n".join((JS_DIR / f"{name}.js").read_text(encoding="utf-8")
+                       for name in JS_PARTS)
+    return f'<script>(function () {{\n"use strict";\n{parts}}})();</script>'
+
 
 
 def _json_script(data, cls):
@@ -285,7 +179,7 @@ class Figure:
     state_fn: object = None
     alt: str = ""
     note: str = ""
-    compute: str = None  # an in-page compute of live.js, instead of listed states
+    compute: str = None  # an in-page compute (mha/static/live/compute.js), instead of listed states
     data: dict = None  # what ``compute`` reads
     states: dict = field(default=None, repr=False)
 
@@ -371,20 +265,3 @@ class Figure:
                 f"name='viewport' content='width=device-width,initial-scale=1'><title>"
                 f"{html.escape(self.title)}</title></head><body><main>{self.html()}</main>"
                 f"</body></html>")
-
-
-# ----------------------------------------------------------------------------- arrows view
-# (chapter 11's rotary pairs; a self-contained addition: the builder and its view kind)
-
-VIEW_KINDS = VIEW_KINDS + ("arrows",)
-__all__ += ["arrows"]
-
-
-def arrows(panels, labels, *, caption="", radius=1.0):
-    """2-D arrows from the origin, one small panel each: ``panels`` is ``[{"title": str,
-    "arrows": [[x, y], ...]}, ...]``, one arrow per entry of ``labels`` (the legend; the first
-    arrow is drawn in the main colour, the second in the accent, the third faded and dashed);
-    ``radius`` is the length the panels' circle stands for."""
-    return {"panels": [{"title": str(p["title"]), "arrows": _numbers(p["arrows"])}
-                       for p in panels],
-            "labels": [str(x) for x in labels], "caption": caption, "radius": float(radius)}

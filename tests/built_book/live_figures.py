@@ -1,4 +1,4 @@
-"""Helpers for the browser tests of the live figures (``mha.live``, drawn by mha/static/live.js).
+"""Helpers for the browser tests of the live figures (``mha.live``, drawn by mha/static/live/).
 
 A figure's root is ``.mha-live[data-figure=NAME]``; its controls carry ``data-knob``, its
 canvases ``data-view`` and ``data-values`` (the numbers drawn, JSON, NaN as null), the root
@@ -55,7 +55,7 @@ def readout(root):
 
 def press(page, root, knob, key):
     """Focus control ``knob``, press ``key``; returns ms from key press to the new picture
-    (``root.draw_ms`` collects the redraw's own time, look-up and drawing, as live.js measured
+    (``root.draw_ms`` collects the redraw's own time, look-up and drawing, as the front end measured
     it)."""
     before = root.get_attribute("data-draws")
     page.evaluate("() => { window.__keyAt = null; document.addEventListener('keydown', "
@@ -70,7 +70,7 @@ def press(page, root, knob, key):
     return ms
 
 
-#: the redraw times (ms) live.js measured in every ``press`` of this test session
+#: the redraw times (ms) the front end measured in every ``press`` of this test session
 DRAW_MS = []
 
 

@@ -1,4 +1,4 @@
-"""The explorer on the live-figure front end (mha/static/live.js) in Chromium, with no kernel and
+"""The explorer on the live-figure front end (mha/static/live/) in Chromium, with no kernel and
 no network.
 
 * Without a build: the HTML the package writes for the book, loaded into a blank page; the
@@ -80,7 +80,7 @@ def press(page, root, knob, key):
                            arg=[root.element_handle(), before], timeout=5_000)
     ms, draw = page.evaluate("el => [Number(el.dataset.drawnAt) - window.__keyAt,"
                              " Number(el.dataset.drawMs)]", root.element_handle())
-    DRAW_MS.append(draw)  # the redraw itself (in-page compute and drawing), as live.js timed it
+    DRAW_MS.append(draw)  # the redraw itself (in-page compute and drawing), as the front end timed it
     return ms, state(root)
 
 

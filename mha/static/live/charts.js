@@ -1,0 +1,160 @@
+// Part 3 of 7: bars, line plots (linear or log-log) and tables.
+// bars: d = {values, labels, highlight (indices), caption, y_label, x_label, y_max, y_min}
+function bars(canvas, d, t) {
+  var n = d.values.length, room = avail(canvas), x0 = 52, y0 = 28, ph = 170;
+  var bw = Math.max(18, Math.min(56, Math.floor((room - x0 - 10) / n)));
+  var width = x0 + n * bw + 10, height = y0 + ph + 66, lo = d.y_min || 0, hi = d.y_max || 1;
+  var ctx = setup(canvas, width, height), hl = d.highlight || [];
+  caption(ctx, d.caption || "", width, t);
+  function y(v) { return y0 + ph - (Math.max(lo, Math.min(hi, v)) - lo) / (hi - lo) * ph; }
+  ctx.strokeStyle = t.muted; ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x0, y0 + ph);
+  ctx.lineTo(x0 + n * bw, y0 + ph); ctx.stroke(); ctx.textAlign = "right"; ctx.fillStyle = t.fg;
+  var ticks = niceTicks(lo, hi, 5);
+  ticks.forEach(function (tv) { ctx.fillText(tickText(tv, ticks.step), x0 - 4, y(tv)); });
+  canvas.dataset.ticks = JSON.stringify(ticks);
+  ctx.save(); ctx.translate(12, y0 + ph / 2); ctx.rotate(-Math.PI / 2); ctx.textAlign = "center";
+  ctx.fillText(d.y_label || "attention weight", 0, 0); ctx.restore();
+  for (var j = 0; j < n; j++) {
+    var v = d.values[j], x = x0 + j * bw + Math.max(2, bw * 0.15), w = bw - 2 * Math.max(2, bw * 0.15);
+    ctx.fillStyle = hl.indexOf(j) >= 0 ? t.accent : t.bar;
+    if (v !== null) ctx.fillRect(x, y(v), w, y(lo) - y(v));
+    ctx.fillStyle = t.fg; ctx.textAlign = "center";
+    // a bar with no value (a configuration that cannot exist) says so, not "NaN"
+    if (bw >= 34) ctx.fillText(v === null ? "n/a" : fmt(v), x + w / 2, y(v === null ? lo : v) - 8);
+    ctx.save(); ctx.translate(x + w / 2, y0 + ph + 6); ctx.rotate(-Math.PI / 4);
+    ctx.textAlign = "right"; ctx.fillText(d.labels[j], 0, 0); ctx.restore();
+  }
+  ctx.textAlign = "center"; ctx.fillText(d.x_label || "key", x0 + n * bw / 2, height - 8);
+  canvas.dataset.values = JSON.stringify(roundDeep(d.values));
+  return (d.caption ? d.caption + ". " : "") + "Bars: " +
+    d.labels.map(function (s, i) { return s + " " + (d.values[i] === null ? "n/a" : fmt(d.values[i])); }).join(", ") + ".";
+}
+
+// plot: d = {x, series: [{label, y}], caption, x_label, y_label, y_min, y_max, x_log, marker}
+// x tick labels: none cut at the canvas's right edge, none written over its neighbour (a
+// narrow phone drops the ones that would collide, never the last)
+function xTickLabels(ctx, labels, X, y, width) {
+  var boxes = labels.map(function (v, i) {
+    var s = String(v), w = ctx.measureText(s).width, x = Math.min(X(i), width - 2 - w / 2);
+    return { s: s, x: x, l: x - w / 2, r: x + w / 2 };
+  });
+  var last = boxes.length - 1, right = -Infinity;
+  ctx.textAlign = "center";
+  boxes.forEach(function (b, i) {
+    var clash = b.l < right + 4 || (i < last && b.r + 4 > boxes[last].l);
+    if (clash && i !== last) return;
+    ctx.fillText(b.s, b.x, y); right = b.r;
+  });
+}
+
+function plot(canvas, d, t) {
+  var room = avail(canvas), width = Math.min(room, 560), height = 250, x0 = 56, y0 = 28;
+  var pw = width - x0 - 12, ph = height - y0 - 52, ctx = setup(canvas, width, height);
+  caption(ctx, d.caption || "", width, t);
+  var xs = d.x.map(function (v) { return d.x_log ? Math.log2(v) : v; });
+  var xlo = Math.min.apply(null, xs), xhi = Math.max.apply(null, xs), all = [];
+  d.series.forEach(function (s) { all = all.concat(s.y.filter(function (v) { return v !== null; })); });
+  var lo = d.y_min !== undefined ? d.y_min : Math.min.apply(null, all);
+  var hi = d.y_max !== undefined ? d.y_max : Math.max.apply(null, all);
+  if (hi === lo) hi = lo + 1;
+  function X(i) { return x0 + (xs[i] - xlo) / ((xhi - xlo) || 1) * pw; }
+  function Y(v) { return y0 + ph - (v - lo) / (hi - lo) * ph; }
+  ctx.strokeStyle = t.muted; ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x0, y0 + ph);
+  ctx.lineTo(x0 + pw, y0 + ph); ctx.stroke(); ctx.fillStyle = t.fg; ctx.textAlign = "right";
+  var ticks = niceTicks(lo, hi, 5);
+  ticks.forEach(function (tv) { ctx.fillText(tickText(tv, ticks.step), x0 - 4, Y(tv)); });
+  canvas.dataset.ticks = JSON.stringify(ticks);
+  xTickLabels(ctx, d.x, X, y0 + ph + 12, width);
+  ctx.fillText(d.x_label || "", x0 + pw / 2, height - 10);
+  ctx.save(); ctx.translate(12, y0 + ph / 2); ctx.rotate(-Math.PI / 2); ctx.fillText(d.y_label || "", 0, 0); ctx.restore();
+  var colours = [t.bar, t.accent, t.muted];
+  d.series.forEach(function (s, n) {
+    ctx.strokeStyle = ctx.fillStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.setLineDash(n ? [5, 3] : []);
+    ctx.beginPath();
+    s.y.forEach(function (v, i) { if (v !== null) { if (i && s.y[i - 1] !== null) ctx.lineTo(X(i), Y(v)); else ctx.moveTo(X(i), Y(v)); } });
+    ctx.stroke(); ctx.setLineDash([]); ctx.lineWidth = 1;
+    s.y.forEach(function (v, i) { if (v !== null) { ctx.beginPath(); ctx.arc(X(i), Y(v), 2.5, 0, 7); ctx.fill(); } });
+    ctx.textAlign = "left"; ctx.fillText(s.label, x0 + 8 + n * Math.floor(pw / 2), y0 + 4);
+  });
+  if (d.marker !== undefined && d.marker !== null) { // the current setting, a ring on each series
+    d.series.forEach(function (s, n) {
+      var v = s.y[d.marker]; if (v === null) return;
+      ctx.strokeStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.beginPath();
+      ctx.arc(X(d.marker), Y(v), 6, 0, 7); ctx.stroke(); ctx.lineWidth = 1;
+    });
+  }
+  canvas.dataset.values = JSON.stringify(d.series.map(function (s) { return roundDeep(s.y); }));
+  return (d.caption ? d.caption + ". " : "") + d.series.map(function (s) {
+    return s.label + ": " + d.x.map(function (x, i) { return x + " " + fmt(s.y[i]); }).join(", ");
+  }).join("; ") + ".";
+}
+
+// table: d = {columns, rows: [[label, v1, ...]], caption}; text: d = {text}
+function table(el, d) {
+  el.textContent = "";
+  if (!d) return;
+  var tab = document.createElement("table");
+  if (d.caption) { var cap = document.createElement("caption"); cap.textContent = d.caption; tab.appendChild(cap); }
+  var tr = document.createElement("tr");
+  d.columns.forEach(function (c) { var th = document.createElement("th"); th.scope = "col"; th.textContent = c; tr.appendChild(th); });
+  tab.appendChild(tr);
+  d.rows.forEach(function (r) {
+    var row = document.createElement("tr");
+    r.forEach(function (v, i) {
+      var td = document.createElement(i ? "td" : "th"); if (!i) td.scope = "row";
+      td.textContent = typeof v === "number" ? (Number.isInteger(v) ? v.toLocaleString("en") : v.toFixed(2)) : v;
+      row.appendChild(td);
+    });
+    tab.appendChild(row);
+  });
+  el.appendChild(tab);
+}
+
+// ---- plot with both axes log2-spaced (chapter 10's cache against the context): a
+// self-contained addition. A plot whose data has y_log: true (and x_log) is drawn here, every
+// other plot by plot() above. Ticks: powers of 2 (1/8, 1, 4, ...), so a quantity proportional
+// to x is a straight line of slope 1. data-values: the numbers drawn, as plot() gives them.
+function plotLogLog(canvas, d, t) {
+  var room = avail(canvas), width = Math.min(room, 560), height = 250, x0 = 56, y0 = 28;
+  var pw = width - x0 - 12, ph = height - y0 - 52, ctx = setup(canvas, width, height);
+  caption(ctx, d.caption || "", width, t);
+  var xs = d.x.map(function (v) { return Math.log2(v); }), all = [];
+  d.series.forEach(function (s) { all = all.concat(s.y.filter(function (v) { return v !== null && v > 0; })); });
+  var xlo = Math.min.apply(null, xs), xhi = Math.max.apply(null, xs);
+  var lo = Math.floor(Math.log2(Math.min.apply(null, all))), hi = Math.ceil(Math.log2(Math.max.apply(null, all)));
+  if (hi === lo) hi = lo + 1;
+  var step = Math.max(1, Math.ceil((hi - lo) / 5));
+  lo = Math.floor(lo / step) * step; hi = Math.ceil(hi / step) * step;
+  function X(i) { return x0 + (xs[i] - xlo) / ((xhi - xlo) || 1) * pw; }
+  function Y(v) { return y0 + ph - (Math.log2(v) - lo) / (hi - lo) * ph; }
+  function power(k) { return k >= 0 ? String(Math.pow(2, k)) : "1/" + Math.pow(2, -k); }
+  ctx.strokeStyle = t.muted; ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x0, y0 + ph);
+  ctx.lineTo(x0 + pw, y0 + ph); ctx.stroke(); ctx.fillStyle = t.fg; ctx.textAlign = "right";
+  for (var k = lo; k <= hi; k += step) ctx.fillText(power(k), x0 - 4, Y(Math.pow(2, k)));
+  xTickLabels(ctx, d.x, X, y0 + ph + 12, width);
+  ctx.fillText(d.x_label || "", x0 + pw / 2, height - 10);
+  ctx.save(); ctx.translate(12, y0 + ph / 2); ctx.rotate(-Math.PI / 2); ctx.fillText(d.y_label || "", 0, 0); ctx.restore();
+  var colours = [t.bar, t.accent, t.muted];
+  function ok(v) { return v !== null && v > 0; }
+  d.series.forEach(function (s, n) {
+    ctx.strokeStyle = ctx.fillStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.setLineDash(n ? [5, 3] : []);
+    ctx.beginPath();
+    s.y.forEach(function (v, i) { if (ok(v)) { if (i && ok(s.y[i - 1])) ctx.lineTo(X(i), Y(v)); else ctx.moveTo(X(i), Y(v)); } });
+    ctx.stroke(); ctx.setLineDash([]); ctx.lineWidth = 1;
+    s.y.forEach(function (v, i) { if (ok(v)) { ctx.beginPath(); ctx.arc(X(i), Y(v), 2.5, 0, 7); ctx.fill(); } });
+    ctx.textAlign = "left"; ctx.fillText(s.label, x0 + 8 + n * Math.floor(pw / 2), y0 + 4);
+  });
+  if (d.marker !== undefined && d.marker !== null) { // the current setting, a ring on each series
+    d.series.forEach(function (s, n) {
+      var v = s.y[d.marker]; if (!ok(v)) return;
+      ctx.strokeStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.beginPath();
+      ctx.arc(X(d.marker), Y(v), 6, 0, 7); ctx.stroke(); ctx.lineWidth = 1;
+    });
+  }
+  canvas.dataset.values = JSON.stringify(d.series.map(function (s) { return roundDeep(s.y); }));
+  return (d.caption ? d.caption + ". " : "") + "Both axes on a log scale. " + d.series.map(function (s) {
+    return s.label + ": " + d.x.map(function (x, i) { return x + " " + fmt(s.y[i]); }).join(", ");
+  }).join("; ") + ".";
+}
+CANVAS_VIEWS.bars = bars;
+CANVAS_VIEWS.plot = function (canvas, d, t) { return d.y_log ? plotLogLog(canvas, d, t) : plot(canvas, d, t); };

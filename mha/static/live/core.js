@@ -1,0 +1,144 @@
+/* The book's live figures: one front end for every figure (mha/static/live/*.js, shipped with
+ * the package; no dependencies, nothing from a network). Python (mha.live) writes a figure as
+ *   a div.mha-live[data-figure=NAME] holding a JSON script element (class mha-spec)
+ * holding its spec; these files build the controls, look the state up, draw the views and say
+ * in words what changed. The same code runs in the built book (no kernel), JupyterLab, Notebook,
+ * VS Code and Colab: a figure is plain HTML with this script inlined.
+ *
+ * spec = {name, title, note, controls: [{name, label, kind: range|select|toggle|step, values,
+ *         labels, value (an index), disabled}], views: [{name, kind: heatmap|bars|plot|table|
+ *         text|lines|arrows|strips, label}], states: {"i,j,...": state} | compute: NAME, data}
+ * state = {views: {NAME: data}, readout: "what the picture shows", state: {...}, disabled:
+ *          {control: bool}, options: {control: [indices offered]}, limits: {control: {max,
+ *          reset}} (a slider's last index here, and the control that sends it back to 0)}; with listed states a
+ *          view's data is an index into spec.pool (each distinct picture stored once)
+ * A state is looked up by the controls' indices joined with ","; a figure whose states are too
+ * many to list names a compute function registered here (COMPUTE) that makes one from spec.data.
+ * Every canvas carries data-values (the numbers it drew, JSON, NaN as null) for the tests; the
+ * root carries data-draws, data-drawn-at, data-draw-ms (the redraw's own time) and data-state.
+ *
+ * The front end is seven parts, concatenated in this order by mha.live.figure.script() inside one
+ * function (one scope, "use strict"): core.js (this file: version, colours, theme, number
+ * format, ticks, canvases, DOM helpers, and the registries CANVAS_VIEWS, DOM_VIEWS and COMPUTE
+ * that the other parts fill), heatmap.js, charts.js (bars, plots, tables), panels.js (arrows,
+ * strips), lines.js (one head as lines), compute.js (in-page computes) and mount.js (controls,
+ * a figure's mounting and redraw, window.mhaLive).
+ */
+
+var VERSION = 2;
+// a front end may run an output's script before the output is in the page: mount again shortly
+function soon(mount) { mount(); [0, 50, 250, 1000].forEach(function (t) { setTimeout(mount, t); }); }
+if (window.mhaLive && window.mhaLive.version >= VERSION) { soon(window.mhaLive.mountAll); return; }
+
+// ---------------------------------------------------------------- colours
+// viridis, 32 steps (matplotlib), interpolated linearly; -1..1 values: a blue-white-red ramp
+var VIRIDIS = "440154470d6048186a482374472e7c4538824241863e4a893a548c365d8d32658e2e6d8e2b758e" +
+  "287d8e25848e228c8d1f948c1e9c8920a38625ab822eb37c3aba7648c16e58c7656ccd5a7fd34e93d741a8db34c0" +
+  "df25d5e21aeae51afde725";
+var RDBU = "2166ac4393c392c5ded1e5f0f7f7f7fddbc7f4a582d6604db2182b";
+function ramp(hex) {
+  var out = [];
+  for (var c = 0; c < hex.length; c += 6) {
+    out.push([0, 2, 4].map(function (o) { return parseInt(hex.substr(c + o, 2), 16); }));
+  }
+  return out;
+}
+var RAMPS = { viridis: ramp(VIRIDIS), diverging: ramp(RDBU) };
+function colour(v, name) { // v in 0..1
+  var rgb = RAMPS[name || "viridis"], x = Math.min(1, Math.max(0, v)) * (rgb.length - 1);
+  var i = Math.min(rgb.length - 2, Math.floor(x)), f = x - i, a = rgb[i], b = rgb[i + 1];
+  return "rgb(" + [0, 1, 2].map(function (k) { return Math.round(a[k] + f * (b[k] - a[k])); }) + ")";
+}
+// Text and line colours for the figure's actual background. Dark means light text: the
+// page's dark mode, a dark Jupyter theme; but the book's dark mode draws HTML outputs on a light
+// panel with dark text (MyST-NB), where the light palette is the legible one. Form controls
+// follow (color-scheme), so that an unticked box does not look ticked.
+function theme(el) {
+  var fg = getComputedStyle(el).color || "#222";
+  var rgb = (fg.match(/[\d.]+/g) || [34, 34, 34]).map(Number);
+  var dark = (0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]) / 255 > 0.5;
+  var root = el.closest ? el.closest(".mha-live") || el : el;
+  root.style.colorScheme = dark ? "dark" : "light";
+  return { fg: fg, muted: dark ? "#9aa4ae" : "#666", accent: dark ? "#ffa657" : "#c24e00",
+    bar: dark ? "#6cb6ff" : "#1f5fa8", nan: dark ? "#555" : "#ccc", dark: dark };
+}
+
+function round(x) { return x === null || !isFinite(x) ? null : Math.round(x * 1e6) / 1e6; }
+function roundDeep(a) { return Array.isArray(a) ? a.map(roundDeep) : round(a); }
+// a number as drawn: two decimals, but a small non-zero one (a softmax weight is never 0) in
+// exponent form, so that 0.0003 does not read as "0.00"
+function fmt(x) {
+  if (x === null) return "NaN";
+  if (x === 0) return "0";
+  if (x !== 0 && Math.abs(x) < 0.005) return x.toExponential(0);
+  return Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(2);
+}
+
+// axis ticks at "nice" numbers (steps of 1, 2, 2.5 or 5 x 10^k, as D3's ticks()) inside
+// [lo, hi], about n of them; every view with an axis labels it with these (tickText)
+function niceTicks(lo, hi, n) {
+  if (!isFinite(lo) || !isFinite(hi)) return [];
+  if (hi < lo) { var sw = lo; lo = hi; hi = sw; }
+  if (hi === lo) return [lo];
+  var raw = (hi - lo) / (n || 5), power = Math.pow(10, Math.floor(Math.log10(raw)));
+  var best = 1;
+  [1, 2, 2.5, 5, 10].forEach(function (c) {
+    if (Math.abs(Math.log(c * power / raw)) < Math.abs(Math.log(best * power / raw))) best = c;
+  });
+  var step = best * power, out = [], first = Math.ceil(lo / step - 1e-9);
+  for (var k = first; k * step <= hi + step * 1e-9; k++) out.push(+(k * step).toPrecision(12));
+  out.step = step;
+  return out;
+}
+function tickText(v, step) { // as many decimals as the step needs: 0.25, 2.5, 1, 1000
+  var dec = Math.max(0, -Math.floor(Math.log10(step) + 1e-9) + (Math.round(step / Math.pow(10,
+    Math.floor(Math.log10(step) + 1e-9)) * 10) % 10 ? 1 : 0));
+  return String(+v.toFixed(Math.min(dec, 12)));
+}
+
+function avail(canvas) { // the width of the figure (the views' box)
+  var p = canvas.parentElement, w = (p && p.clientWidth) || 700;
+  return Math.max(280, Math.min(w, 1100));
+}
+function setup(canvas, width, height) {
+  var dpr = window.devicePixelRatio || 1;
+  canvas.width = Math.ceil(width * dpr); canvas.height = Math.ceil(height * dpr);
+  canvas.style.width = width + "px"; // height follows (CSS height: auto): never distorted
+  var ctx = canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, width, height); // transparent: the page's own background shows
+  ctx.font = "12px sans-serif"; ctx.textBaseline = "middle";
+  return ctx;
+}
+function caption(ctx, text, width, t) { // bold, shrunk to fit
+  var size = 13; ctx.fillStyle = t.fg; ctx.textAlign = "left";
+  do { ctx.font = "bold " + size + "px sans-serif"; } while (ctx.measureText(text).width > width - 8 && --size > 9);
+  ctx.fillText(text, 4, 10); ctx.font = "12px sans-serif";
+}
+function colourBar(ctx, x, y, h, d, t) {
+  var lo = d.vmin, hi = d.vmax;
+  for (var p = 0; p < h; p++) { ctx.fillStyle = colour(1 - p / (h - 1), d.scale); ctx.fillRect(x, y + p, 12, 1); }
+  ctx.strokeStyle = t.muted; ctx.strokeRect(x, y, 12, h);
+  ctx.fillStyle = t.fg; ctx.textAlign = "left";
+  var ticks = niceTicks(lo, hi, 4);
+  ticks.forEach(function (v) { ctx.fillText(tickText(v, ticks.step), x + 16, y + h - (v - lo) / (hi - lo) * (h - 1)); });
+  ctx.canvas.dataset.ticks = JSON.stringify(ticks);
+  ctx.save(); ctx.translate(x + 54, y + h / 2); ctx.rotate(-Math.PI / 2);
+  ctx.textAlign = "center"; ctx.fillText(d.label || "attention weight", 0, 0); ctx.restore();
+}
+
+var CANVAS_VIEWS = {}, DOM_VIEWS = {}, COMPUTE = {};
+var counter = 0; // ids for controls: unique in the page
+
+function el(tag, attrs, text) {
+  var e = document.createElement(tag);
+  Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+// a select as wide as its longest option (never clipped), its label above it when the row is
+// too narrow for both (a phone), never wider than the figure
+function fitSelect(sel, wrap) {
+  sel.style.maxWidth = "100%"; sel.style.minWidth = "0"; wrap.style.flexWrap = "wrap";
+}
+function labelOf(c, i) { return c.labels ? c.labels[i] : String(c.values[i]); }

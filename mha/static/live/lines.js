@@ -1,0 +1,172 @@
+// Part 5 of 7: the lines view of one head (queries left, keys right, a line per pair).
+// lines: d = {grids (H, Lq, Lk), rows (query labels), cols (key labels), titles, head (the
+//   head shown first), focus ([side, index] or null), focus_from ({knob, queries: [query
+//   index or null per value of that control]}), caption, label}. In the manner of bertviz's
+//   head view: queries in a left column, keys in a right one, a line for every pair whose
+//   width and opacity are the weight. Every token is a button: keyboard focus or a mouse over
+//   it shows only its lines, a click or tap pins them (aria-pressed; Escape unpins), arrow
+//   keys move between tokens (one tab stop per column). With H > 1 a select picks the head.
+//   The view's element carries data-values = {head, focus: {side, index, label} | null,
+//   lines: [[query, key, weight], ...] (every line drawn)}, data-focus-draws (its own redraws),
+//   data-drawn-at and data-draw-ms; its canvas an aria-label saying what it draws.
+var LINE_ROW = 26, LINE_CUT = 0.05; // lines of a weight under LINE_CUT are not drawn
+function lines(box, d, t) {
+  var shape = JSON.stringify([d.rows, d.cols, d.titles, d.grids.length]), m = box.mhaLines;
+  if (!m || m.shape !== shape) m = box.mhaLines = buildLines(box, d, shape);
+  var base = d.focus || null, f = d.focus_from, root = box.closest(".mha-live");
+  var knob = f && root && root.querySelector('[data-knob="' + f.knob + '"]');
+  if (knob) { var q = f.queries[Number(knob.value)]; base = q === null || q === undefined ? null : ["query", q]; }
+  if (JSON.stringify(base) !== JSON.stringify(m.base)) m.pinned = null; // a new step: unpin
+  if (m.d && m.d.head !== d.head) m.head = d.head || 0;
+  m.d = d; m.t = t; m.base = base;
+  drawLines(m);
+}
+
+function buildLines(box, d, shape) {
+  var m = { shape: shape, box: box, head: d.head || 0, pinned: null, hover: null, base: null,
+    pointer: false, buttons: { query: [], key: [] } };
+  box.textContent = "";
+  box.setAttribute("role", "group");
+  box.setAttribute("aria-label", "lines view: " + (d.caption || "one head") +
+    "; tokens are buttons: focus one to see only its lines");
+  if (d.grids.length > 1) { // the head picker
+    var id = "mha-lines-" + (++counter), wrap = el("div", { "class": "mha-control" });
+    var sel = el("select", { id: id });
+    wrap.appendChild(el("label", { "for": id }, "head"));
+    d.grids.forEach(function (g, h) { sel.appendChild(el("option", { value: String(h) }, d.titles ? d.titles[h] : "head " + h)); });
+    sel.value = String(m.head); fitSelect(sel, wrap);
+    sel.addEventListener("change", function () { m.head = Number(sel.value); drawLines(m); });
+    wrap.appendChild(sel); box.appendChild(wrap); m.select = sel;
+  }
+  m.cap = el("p"); m.cap.style.cssText = "margin:.2em 0;font-weight:600";
+  box.appendChild(m.cap);
+  m.legend = el("p", { "class": "mha-lines-legend" }); m.legend.style.cssText = "margin:.2em 0;font-size:13px";
+  box.appendChild(m.legend);
+  m.said = el("p", { "class": "mha-lines-readout", "aria-live": "polite" });
+  m.said.style.cssText = "margin:.2em 0;min-height:1.3em";
+  box.appendChild(m.said);
+  var row = el("div"); row.style.cssText = "display:flex;align-items:flex-start";
+  function column(side, labels) {
+    var col = el("div", { role: "group", "aria-label": side === "query" ? "queries" : "keys" });
+    col.style.cssText = "display:flex;flex-direction:column;flex:none;align-items:" +
+      (side === "query" ? "flex-end" : "flex-start");
+    var head = el("div", {}, side === "query" ? "queries" : "keys");
+    head.style.cssText = "height:22px;line-height:22px;font-size:12px;opacity:.8";
+    col.appendChild(head);
+    labels.forEach(function (s, i) {
+      var b = el("button", { type: "button", "aria-pressed": "false", tabindex: i ? "-1" : "0",
+        "aria-label": side + " " + i + ": " + s }, s);
+      b.style.cssText = "height:" + LINE_ROW + "px;min-width:32px;margin:0;padding:0 6px;" +
+        "border:1px solid transparent;border-radius:4px;background:transparent;color:inherit;" +
+        "font:inherit;font-size:13px;cursor:pointer;white-space:nowrap";
+      b.addEventListener("pointerdown", function (e) { m.pointer = e.pointerType !== "mouse"; });
+      b.addEventListener("pointerenter", function (e) { if (e.pointerType === "mouse") { m.hover = [side, i]; drawLines(m); } });
+      b.addEventListener("pointerleave", function (e) { if (e.pointerType === "mouse") { m.hover = null; drawLines(m); } });
+      b.addEventListener("focus", function () {
+        m.buttons[side].forEach(function (o) { o.tabIndex = o === b ? 0 : -1; }); // roving tab stop
+        if (!m.pointer) { m.hover = [side, i]; drawLines(m); } // a tap pins instead (click)
+      });
+      b.addEventListener("blur", function () { m.pointer = false; if (m.hover) { m.hover = null; drawLines(m); } });
+      b.addEventListener("click", function () {
+        m.pointer = false;
+        m.pinned = m.pinned && m.pinned[0] === side && m.pinned[1] === i ? null : [side, i];
+        drawLines(m);
+      });
+      b.addEventListener("keydown", function (e) {
+        var list = m.buttons[side], other = m.buttons[side === "query" ? "key" : "query"], to = null;
+        if (e.key === "ArrowDown") to = list[Math.min(list.length - 1, i + 1)];
+        else if (e.key === "ArrowUp") to = list[Math.max(0, i - 1)];
+        else if (e.key === "Home") to = list[0];
+        else if (e.key === "End") to = list[list.length - 1];
+        else if (e.key === "ArrowRight" && side === "query" || e.key === "ArrowLeft" && side === "key") to = other[Math.min(other.length - 1, i)];
+        else if (e.key === "Escape" && m.pinned) { m.pinned = null; drawLines(m); e.preventDefault(); return; }
+        if (to) { e.preventDefault(); to.focus(); }
+      });
+      m.buttons[side].push(b); col.appendChild(b);
+    });
+    return col;
+  }
+  m.left = column("query", d.rows);
+  m.canvas = el("canvas", { role: "img" });
+  m.canvas.style.cssText = "margin:22px 0 0;flex:none";
+  m.right = column("key", d.cols);
+  row.appendChild(m.left); row.appendChild(m.canvas); row.appendChild(m.right);
+  box.appendChild(row);
+  return m;
+}
+
+function drawLines(m) {
+  var start = performance.now(), d = m.d, t = m.t, h = m.head, w = d.grids[h];
+  var Lq = d.rows.length, Lk = d.cols.length, f = m.hover || m.pinned || m.base, drawn = [];
+  var cut = d.threshold === undefined ? LINE_CUT : d.threshold;
+  if (m.select) m.select.value = String(h);
+  ["query", "key"].forEach(function (side) {
+    m.buttons[side].forEach(function (b, i) {
+      var on = f && f[0] === side && f[1] === i, pin = m.pinned && m.pinned[0] === side && m.pinned[1] === i;
+      b.style.background = on ? (t.dark ? "rgba(255,166,87,.22)" : "rgba(194,78,0,.12)") : "transparent";
+      b.style.borderColor = on ? t.accent : "transparent";
+      b.setAttribute("aria-pressed", pin ? "true" : "false");
+    });
+  });
+  var room = (m.box.parentElement && m.box.parentElement.clientWidth) || 700;
+  var width = Math.max(80, Math.min(260, room - m.left.offsetWidth - m.right.offsetWidth - 8));
+  var height = Math.max(Lq, Lk) * LINE_ROW, ctx = setup(m.canvas, width, height), i, j;
+  function yq(i) { return (i + 0.5) * LINE_ROW; }
+  ctx.strokeStyle = t.bar; ctx.lineCap = "round";
+  for (i = 0; i < Lq; i++) {
+    if (f && f[0] === "query" && f[1] !== i) continue;
+    for (j = 0; j < Lk; j++) {
+      if (f && f[0] === "key" && f[1] !== j) continue;
+      var v = w[i][j] === null ? 0 : w[i][j], a = Math.max(0, Math.min(1, v));
+      drawn.push([i, j, round(v)]);
+      if (a < cut) continue;
+      ctx.globalAlpha = a; ctx.lineWidth = 0.5 + 5 * a;
+      ctx.beginPath(); ctx.moveTo(2, yq(i)); ctx.lineTo(width - 2, yq(j)); ctx.stroke();
+    }
+  }
+  ctx.globalAlpha = 1; ctx.lineWidth = 1;
+  var head = d.titles ? d.titles[h] : "", who = f ? f[0] + " " + (f[0] === "query" ? d.rows : d.cols)[f[1]] : null;
+  m.cap.textContent = (d.caption || "") + (head && d.grids.length > 1 ? " (" + head + ")" : "") +
+    (who ? ": the lines of " + who : ": every query's lines");
+  var words;
+  if (f) {
+    words = who + ": " + drawn.map(function (l) { return (f[0] === "query" ? d.cols[l[1]] : d.rows[l[0]]) + " " + fmt(l[2]); }).join(", ");
+  } else {
+    words = "the strongest line of each query: " + w.map(function (r, i) {
+      var best = 0; r.forEach(function (x, j) { if (x > r[best]) best = j; });
+      return d.rows[i] + " to " + d.cols[best] + " " + fmt(r[best]);
+    }).join(", ");
+  }
+  m.canvas.setAttribute("aria-label", "Lines from queries (left) to keys (right), width and opacity the " +
+    (d.label || "attention weight") + (head ? ", " + head : "") + "; " + words + ".");
+  var said = linesSaid(d, f, drawn, cut);
+  m.legend.textContent = "Line width and opacity: the " + (d.label || "attention weight") +
+    " (thin and faint near " + cut + ", thick and solid at 1); lines under " + cut + " are not drawn.";
+  m.said.textContent = said.text;
+  m.box.dataset.values = JSON.stringify({ head: h, focus: f ? { side: f[0], index: f[1],
+    label: (f[0] === "query" ? d.rows : d.cols)[f[1]] } : null, lines: drawn, threshold: cut,
+    shown: said.shown, largest: said.largest });
+  m.box.dataset.focusDraws = String(+(m.box.dataset.focusDraws || 0) + 1);
+  m.box.dataset.drawnAt = String(performance.now());
+  m.box.dataset.drawMs = String(+m.box.dataset.drawnAt - start);
+}
+// what a focused token's lines say, in words: its largest weights ("m \u2192 c: 0.97"), or
+// that none reaches the drawing threshold (a key nobody attends to draws nothing)
+function linesSaid(d, f, drawn, cut) {
+  var shown = drawn.filter(function (l) { return l[2] !== null && l[2] >= cut; }).length;
+  if (!f) return { shown: shown, largest: [], text: "Focus, hover or tap a token to see only its lines and their weights." };
+  var name = (f[0] === "query" ? d.rows : d.cols)[f[1]];
+  var top = drawn.slice().sort(function (a, b) { return b[2] - a[2]; }).slice(0, 3)
+    .filter(function (l) { return l[2] >= cut; });
+  if (!top.length) {
+    return { shown: 0, largest: [], text: f[0] === "key" ?
+      "No query puts more than " + cut + " on key " + name + " (" + f[1] + "): no line is drawn." :
+      "Query " + name + " (" + f[1] + ") puts no weight above " + cut + " on any key: no line is drawn." };
+  }
+  var largest = top.map(function (l) { return [l[0], l[1], l[2]]; });
+  return { shown: shown, largest: largest, text: (f[0] === "query" ? "Query " : "Key ") + name + " (" + f[1] +
+    "), largest weights: " + top.map(function (l) {
+      return d.rows[l[0]] + " \u2192 " + d.cols[l[1]] + ": " + fmt(l[2]);
+    }).join(", ") + (shown > top.length ? " (" + shown + " lines over " + cut + ")" : "") + "." };
+}
+DOM_VIEWS.lines = lines;

@@ -1,0 +1,167 @@
+// Part 7 of 7: the controls and a figure's mounting and redraw; what the page can reach
+// (window.mhaLive).
+function buildControl(c, uid, onChange) {
+  var wrap = el("div", { "class": "mha-control" }), id = uid + "-" + c.name, input, out;
+  var lab = el("label", { "for": id }, c.label);
+  wrap.appendChild(lab);
+  if (c.kind === "select") {
+    input = el("select", { id: id });
+    c.values.forEach(function (v, i) { input.appendChild(el("option", { value: String(i) }, labelOf(c, i))); });
+    input.value = String(c.value);
+    fitSelect(input, wrap);
+  } else if (c.kind === "toggle") {
+    input = el("input", { id: id, type: "checkbox" });
+    input.checked = c.value === 1;
+    wrap.className += " mha-toggle";
+  } else { // range and step: an index into the listed values
+    input = el("input", { id: id, type: "range", min: "0", max: String(c.values.length - 1), step: "1",
+      value: String(c.value) });
+  }
+  input.dataset.knob = c.name;
+  if (c.disabled) input.disabled = true;
+  if (c.kind === "step") {
+    var prev = el("button", { type: "button", "aria-label": c.label + ": previous step" }, "\u25c0");
+    var next = el("button", { type: "button", "aria-label": c.label + ": next step" }, "\u25b6");
+    [[prev, -1], [next, 1]].forEach(function (p) {
+      p[0].addEventListener("click", function () {
+        var v = Math.max(0, Math.min(Number(input.max), Number(input.value) + p[1]));
+        if (String(v) !== input.value) { input.value = String(v); onChange(c.name); }
+      });
+    });
+    wrap.appendChild(prev); wrap.appendChild(input); wrap.appendChild(next);
+    wrap.className += " mha-step";
+  } else {
+    wrap.appendChild(input);
+  }
+  if (c.kind === "range" || c.kind === "step") { out = el("output", { "for": id }); wrap.appendChild(out); }
+  input.addEventListener(c.kind === "range" || c.kind === "step" ? "input" : "change", function () { onChange(c.name); });
+  if (c.kind === "range" || c.kind === "step") input.addEventListener("change", function () { onChange(c.name); });
+  return { spec: c, input: input, out: out };
+}
+
+// ---------------------------------------------------------------- a figure
+function mount(root) {
+  var spec = JSON.parse(root.querySelector("script.mha-spec").textContent), uid = "mha-live-" + (++counter);
+  var ctl = {}, views = {}, last = null;
+  var box = root.querySelector(".mha-controls");
+  function index(name) { var c = ctl[name]; return c.spec.kind === "toggle" ? (c.input.checked ? 1 : 0) : Number(c.input.value); }
+  function values() {
+    var v = {}; spec.controls.forEach(function (c) { v[c.name] = c.values[index(c.name)]; }); return v;
+  }
+  spec.controls.forEach(function (c) { ctl[c.name] = buildControl(c, uid, redraw); box.appendChild(ctl[c.name].input.parentElement); });
+  var area = root.querySelector(".mha-views");
+  spec.views.forEach(function (v) {
+    var e = CANVAS_VIEWS[v.kind] ? el("canvas", { role: "img", "aria-label": v.label || v.name })
+      : el("div", { "class": "mha-" + v.kind });
+    e.dataset.view = v.name; area.appendChild(e); views[v.name] = { spec: v, el: e };
+  });
+  var readout = root.querySelector(".mha-readout");
+
+  function apply(st) { // options and disabled controls a state asks for
+    Object.keys(st.options || {}).forEach(function (name) {
+      var c = ctl[name], offered = st.options[name], sel = c.input, old = Number(sel.value);
+      var now = Array.prototype.map.call(sel.options, function (o) { return Number(o.value); });
+      if (now.join() !== offered.join()) {
+        sel.textContent = "";
+        offered.forEach(function (i) { sel.appendChild(el("option", { value: String(i) }, labelOf(c.spec, i))); });
+      }
+      var pick = offered.indexOf(old) >= 0 ? old : offered.filter(function (i) { return i <= old; }).pop();
+      sel.value = String(pick === undefined ? offered[0] : pick);
+    });
+    Object.keys(st.disabled || {}).forEach(function (name) { ctl[name].input.disabled = st.disabled[name]; });
+    Object.keys(st.set || {}).forEach(function (name) { // set a control to the value given
+      var i = ctl[name].spec.values.indexOf(st.set[name]); if (i >= 0) ctl[name].input.value = String(i);
+    });
+  }
+
+  function state(changed) {
+    if (spec.compute) {
+      var f = COMPUTE[spec.compute], st = f(values(), spec.data, changed, root);
+      if (st.options || st.disabled || st.set) { apply(st); st = f(values(), spec.data, null, root); }
+      return st;
+    }
+    var key = spec.controls.map(function (c) { return index(c.name); }).join(",");
+    var st = spec.states[key];
+    if (st && st.limits && limit(st.limits, changed)) {
+      st = spec.states[spec.controls.map(function (c) { return index(c.name); }).join(",")];
+    }
+    return st;
+  }
+  // a listed state may limit a slider to its first max + 1 values (chapter 12: the block
+  // slider runs to the last block of this block size) and send it back to 0 when the control
+  // named in reset moves: {limits: {control: {max, reset}}}; true when a value changed
+  function limit(limits, changed) {
+    var moved = false;
+    Object.keys(limits).forEach(function (name) {
+      var c = ctl[name], lim = limits[name], old = c.input.value;
+      c.input.max = String(lim.max);
+      if (lim.reset && changed === lim.reset) c.input.value = "0";
+      if (Number(c.input.value) > lim.max) c.input.value = String(lim.max);
+      if (c.input.value !== old) moved = true;
+    });
+    return moved;
+  }
+
+  function redraw(changed) {
+    var start = performance.now(), st = state(changed), t = theme(root);
+    spec.controls.forEach(function (c) {
+      var k = ctl[c.name], i = index(c.name), unused = st.unused && st.unused[c.name];
+      // a control the picture does not use (a trained layer's own sizes) shows no stale value
+      var shown = unused ? "\u2014" : labelOf(c, i);
+      if (k.out) k.out.textContent = shown;
+      if (c.kind === "range" || c.kind === "step") {
+        k.input.setAttribute("aria-valuetext", unused ? "not used by this source" : shown);
+      }
+    });
+    spec.views.forEach(function (v) {
+      var d = st.views[v.name], e = views[v.name].el;
+      if (typeof d === "number") d = spec.pool[d]; // listed states share their views' data
+      e.hidden = d === null || d === undefined;
+      if (e.hidden) return;
+      if (CANVAS_VIEWS[v.kind]) e.setAttribute("aria-label", CANVAS_VIEWS[v.kind](e, d, t));
+      else if (v.kind === "table") table(e, d);
+      else if (DOM_VIEWS[v.kind]) DOM_VIEWS[v.kind](e, d, t);
+      else e.textContent = d.text;
+    });
+    readout.textContent = st.readout || ""; // announced when it changes (aria-live)
+    root.dataset.state = JSON.stringify(st.state || values());
+    last = st;
+    root.dataset.drawnAt = String(performance.now());
+    root.dataset.drawMs = String(+root.dataset.drawnAt - start); // look-up (or compute) + draw
+    root.dataset.draws = String(+(root.dataset.draws || 0) + 1);
+  }
+  root.mhaRedraw = function () { redraw(undefined); };
+  redraw(null);
+  if (!last) throw new Error("no state drawn");
+}
+
+function mountAll() {
+  document.querySelectorAll(".mha-live:not([data-mounted])").forEach(function (root) {
+    if (!parsed(root)) return; // mounted by a later call, once the page has parsed it
+    root.dataset.mounted = "1";
+    try { mount(root); } catch (err) {
+      var e = root.querySelector(".mha-error"); if (e) e.textContent = "The figure could not draw: " + err;
+      throw err;
+    }
+  });
+}
+// ---- a root the page has parsed (a self-contained addition): while a page is still loading,
+// a timer of soon() may find a later figure's root whose spec and error box the parser has not
+// reached yet (a page arrives in chunks); reading that spec threw "Cannot read properties of
+// null (reading 'textContent')". A root is ready once the script after its spec (the front
+// end, inlined after it) is in the page, or the page is parsed; DOMContentLoaded mounts the rest.
+function parsed(root) {
+  return document.readyState !== "loading" || !!root.querySelector("script.mha-spec + script");
+}
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", function () { mountAll(); });
+
+// the book's theme switch: redraw in the new colours
+if (window.MutationObserver) {
+  new MutationObserver(function () {
+    document.querySelectorAll(".mha-live[data-mounted]").forEach(function (r) { if (r.mhaRedraw) r.mhaRedraw(); });
+  }).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
+}
+
+window.mhaLive = { version: VERSION, mountAll: mountAll, compute: COMPUTE, attention: attention,
+  decode: decode, views: CANVAS_VIEWS, table: table, colour: colour };
+soon(mountAll);

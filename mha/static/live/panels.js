@@ -1,0 +1,108 @@
+// Part 4 of 7: small panels: chapter 11's rotary arrows and chapter 05's split-heads strips.
+// arrows: d = {panels: [{title, arrows: [[x, y], ...]}], labels (one per arrow), caption, radius}
+// each panel a circle of the given radius with its arrows from the centre; the first arrow in
+// the main colour, the second in the accent, the third faded and dashed
+function arrows(canvas, d, t) {
+  var n = d.panels.length, room = avail(canvas), gap = 8;
+  var ncols = Math.max(1, Math.min(n, Math.floor((room + gap) / (120 + gap))));
+  var size = Math.min(150, Math.floor((room - gap * (ncols - 1)) / ncols)), top = 44;
+  var width = ncols * size + (ncols - 1) * gap, rows = Math.ceil(n / ncols);
+  var height = top + rows * (size + 18) + 4, ctx = setup(canvas, width, height);
+  var colours = [t.bar, t.accent, t.muted], r0 = (size / 2 - 12) / (d.radius || 1);
+  caption(ctx, d.caption || "", width, t);
+  var lx = 4; // legend
+  d.labels.forEach(function (s, i) {
+    ctx.strokeStyle = colours[i % 3]; ctx.lineWidth = 3; ctx.setLineDash(i === 2 ? [4, 3] : []);
+    ctx.beginPath(); ctx.moveTo(lx, 30); ctx.lineTo(lx + 18, 30); ctx.stroke();
+    ctx.setLineDash([]); ctx.lineWidth = 1; ctx.fillStyle = t.fg; ctx.textAlign = "left";
+    ctx.fillText(s, lx + 22, 30); lx += 30 + ctx.measureText(s).width;
+  });
+  d.panels.forEach(function (p, k) {
+    var x0 = (k % ncols) * (size + gap), y0 = top + Math.floor(k / ncols) * (size + 18);
+    var cx = x0 + size / 2, cy = y0 + 18 + size / 2 - 6;
+    ctx.fillStyle = t.fg; ctx.textAlign = "center"; ctx.fillText(p.title, cx, y0 + 6);
+    ctx.strokeStyle = t.muted; ctx.beginPath(); ctx.arc(cx, cy, (d.radius || 1) * r0, 0, 7);
+    ctx.moveTo(cx - size / 2 + 6, cy); ctx.lineTo(cx + size / 2 - 6, cy);
+    ctx.moveTo(cx, cy - size / 2 + 8); ctx.lineTo(cx, cy + size / 2 - 8); ctx.stroke();
+    for (var i = p.arrows.length - 1; i >= 0; i--) { // the faded one underneath
+      var a = p.arrows[i]; if (a[0] === null || a[1] === null) continue;
+      var ex = cx + a[0] * r0, ey = cy - a[1] * r0, ang = Math.atan2(ey - cy, ex - cx);
+      ctx.strokeStyle = ctx.fillStyle = colours[i % 3]; ctx.lineWidth = i === 2 ? 1.5 : 2.5;
+      ctx.setLineDash(i === 2 ? [4, 3] : []);
+      ctx.beginPath(); ctx.moveTo(cx, cy); ctx.lineTo(ex, ey); ctx.stroke(); ctx.setLineDash([]);
+      ctx.beginPath(); ctx.moveTo(ex, ey);
+      ctx.lineTo(ex - 8 * Math.cos(ang - 0.4), ey - 8 * Math.sin(ang - 0.4));
+      ctx.lineTo(ex - 8 * Math.cos(ang + 0.4), ey - 8 * Math.sin(ang + 0.4)); ctx.fill();
+      ctx.lineWidth = 1;
+    }
+  });
+  canvas.dataset.values = JSON.stringify(d.panels.map(function (p) { return roundDeep(p.arrows); }));
+  return (d.caption ? d.caption + ". " : "") + d.panels.map(function (p) {
+    return p.title + ": " + p.arrows.map(function (a, i) {
+      return d.labels[i] + " (" + fmt(a[0]) + ", " + fmt(a[1]) + ")";
+    }).join(", ");
+  }).join("; ") + ".";
+}
+CANVAS_VIEWS.arrows = arrows;
+
+// (mha/live/ch05.py) strips: d = {panels: [{title, grid, focus}], heads, d_head, rows, cols,
+// labels, caption}. Panels 0 and 2 are rows x cols grids of categories (heads); panel 1 is the
+// split tensor, heads * rows rows of d_head, drawn with its heads side by side; focus is
+// [row, col] or [head, row, col]. One colour per head, neighbours far apart in hue.
+function headColour(h, H, t) {
+  var k = H >= 8 ? H / 2 - 1 : 1, hue = Math.round(((h * k) % H) * 360 / H);
+  return "hsl(" + hue + ",65%," + (t.dark ? "62%" : "45%") + ")";
+}
+function strips(canvas, d, t) {
+  var H = d.heads, Dh = d.d_head, R = d.rows, C = d.cols, gap = 3, rowH = 10;
+  var width = avail(canvas), probe = setup(canvas, 10, 10), lab = 0;
+  probe.font = "10px sans-serif";
+  d.labels.forEach(function (s) { lab = Math.max(lab, probe.measureText(s).width); });
+  lab = Math.ceil(lab) + 6;
+  var cw = (width - lab - 8 - (H - 1) * gap) / C, panelH = 22 + R * rowH + 16, top = 22;
+  var ctx = setup(canvas, width, top + 3 * panelH), r, c;
+  caption(ctx, d.caption || "", width, t);
+  function xOf(p, col, head) { return lab + (p === 1 ? head * (Dh * cw + gap) + col * cw : col * cw); }
+  d.panels.forEach(function (panel, p) {
+    var y0 = top + p * panelH + 20, g = panel.grid, f = panel.focus;
+    ctx.font = "bold 12px sans-serif"; ctx.fillStyle = t.fg; ctx.textAlign = "left";
+    var title = panel.title;
+    while (ctx.measureText(title).width > width - 8 && title.length > 12) title = title.slice(0, -2);
+    if (title !== panel.title) title = title.slice(0, -1) + "\u2026";
+    ctx.fillText(title, 4, y0 - 10);
+    ctx.font = "10px sans-serif"; ctx.textAlign = "right";
+    for (r = 0; r < R; r++) ctx.fillText(p === 1 ? "row " + r : d.labels[r], lab - 4, y0 + (r + 0.5) * rowH);
+    for (var head = 0; head < (p === 1 ? H : 1); head++) {
+      for (r = 0; r < R; r++) {
+        var line = g[p === 1 ? head * R + r : r], start = 0;
+        for (c = 1; c <= line.length; c++) { // one rectangle per run of one head
+          if (c < line.length && line[c] === line[start]) continue;
+          ctx.fillStyle = headColour(line[start], H, t);
+          var x = xOf(p, start, head);
+          ctx.fillRect(x, y0 + r * rowH, xOf(p, c, head) - x + 0.4, rowH - 1);
+          start = c;
+        }
+      }
+    }
+    ctx.textAlign = "center"; ctx.fillStyle = t.fg;
+    if (p === 1) {
+      for (head = 0; head < H; head++) {
+        if (Dh * cw >= 22 || head === f[0]) ctx.fillText("h" + head, xOf(1, Dh / 2, head), y0 + R * rowH + 8);
+      }
+    } else {
+      [0, 128, 256, 384, 511].forEach(function (col) { ctx.fillText(String(col), Math.min(xOf(0, col + 0.5), width - 12), y0 + R * rowH + 8); });
+    }
+    var fr = f.length === 3 ? f[1] : f[0], fc = f.length === 3 ? f[2] : f[1], fh = f.length === 3 ? f[0] : 0;
+    var fx = xOf(p, fc + 0.5, fh), fy = y0 + (fr + 0.5) * rowH;
+    ctx.strokeStyle = t.fg; ctx.lineWidth = 1; ctx.beginPath(); // crosshair through the number
+    ctx.moveTo(lab, fy); ctx.lineTo(xOf(p, C / (p === 1 ? H : 1), p === 1 ? H - 1 : 0), fy);
+    ctx.moveTo(fx, y0); ctx.lineTo(fx, y0 + R * rowH); ctx.stroke();
+    ctx.strokeStyle = t.accent; ctx.lineWidth = 2.5; ctx.beginPath(); ctx.arc(fx, fy, 6, 0, 7); ctx.stroke();
+    ctx.lineWidth = 1;
+  });
+  canvas.dataset.values = JSON.stringify(d.panels.map(function (q) { return { grid: q.grid, focus: q.focus }; }));
+  return (d.caption ? d.caption + ". " : "") + d.panels.map(function (q) {
+    return q.title + ", the number at [" + q.focus.join(", ") + "]";
+  }).join("; ") + ". Colour: the head (" + H + " heads).";
+}
+CANVAS_VIEWS.strips = strips;
