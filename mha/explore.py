@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ._threads import one_thread
 from .counts import count_flops, count_parameters
 
 __all__ = ["DEFAULTS", "EXAMPLE_SENTENCES", "MASK_KINDS", "SOURCES", "ExplorerResult",
@@ -234,17 +235,6 @@ def _check_returned(out, weights, H, L, Dh):
     return None
 
 
-class _one_thread:
-    """Run tiny tensor ops on one CPU thread: a 12 x 64 matmul is slower on two busy threads."""
-
-    def __enter__(self):
-        self.threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-
-    def __exit__(self, *exc):
-        torch.set_num_threads(self.threads)
-
-
 def explore_once(d_model=64, num_heads=8, num_kv_heads=None, seq_len=12, temperature=1.0,
                  mask_kind="none", seed=0, sentence="bank by the river", attention_fn=None,
                  source="random layer"):
@@ -275,7 +265,7 @@ def explore_once(d_model=64, num_heads=8, num_kv_heads=None, seq_len=12, tempera
         return ExplorerResult(config, message=message)
     if attention_fn is not None:  # named in the title: e.g. "attention_fn = hard_attention"
         config["attention_fn"] = getattr(attention_fn, "__name__", type(attention_fn).__name__)
-    with _one_thread():
+    with one_thread():
         return _explore(config, attention_fn)
 
 
@@ -291,7 +281,7 @@ def _explore_trained(config):
             f"temperature must be a positive number; got {temperature!r}."))
     source = config["source"]
     view = trained_view(source, seed)
-    with _one_thread():
+    with one_thread():
         weights = trained_weights(source, seed, float(temperature))  # (H, Lq, Lk)
     table = head_table(source)
     config = {**config, "d_model": view.num_heads * view.d_head, "num_heads": view.num_heads,

@@ -17,8 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._threads import one_thread
 from ..head import AttentionHead
-from .figure import Figure, View, _one_thread, heatmap, plot, select, steps, toggle
+from .figure import Figure, View, heatmap, plot, select, steps, toggle
 
 __all__ = ["CHECKPOINTS", "make_rings", "ring_head", "shared_vs_separate", "trained_heads"]
 
@@ -71,7 +72,7 @@ def trained_heads(variant):
     (x, y, _), _ = _data()
     snapshots, losses = {}, []
     # tiny matrices train faster on one CPU thread than on several
-    with torch.random.fork_rng(devices=[]), torch.enable_grad(), _one_thread():
+    with torch.random.fork_rng(devices=[]), torch.enable_grad(), one_thread():
         torch.manual_seed(0)
         model = RingModel(variant)
         optimiser = torch.optim.Adam(model.parameters(), lr=0.05)

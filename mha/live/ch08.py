@@ -21,9 +21,10 @@ import torch
 
 from .. import tasks as _tasks
 from .. import tiny as _tiny
+from .._threads import one_thread
 from ..record import record_attention
 from ..sources import head_table
-from .figure import Control, Figure, View, _one_thread, bars, lines, select
+from .figure import Control, Figure, View, bars, lines, select
 
 __all__ = ["ALL", "PATTERNS", "head_names", "head_role", "recorded", "trained_head_lines"]
 
@@ -43,7 +44,7 @@ def recorded():
     ``mha.record_attention``. The global random state is left as it was."""
     task = _tasks.make_task("multitask")
     batch = task.sample(256, seed=1)
-    with torch.random.fork_rng(devices=[]), _one_thread(), torch.no_grad():
+    with torch.random.fork_rng(devices=[]), one_thread(), torch.no_grad():
         model = _tiny.load_pretrained("multitask").eval()
         with record_attention(model) as weights:
             model(batch.inputs)

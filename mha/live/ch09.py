@@ -23,8 +23,9 @@ import torch
 from .. import tasks as _tasks
 from .. import tiny as _tiny
 from .. import train as _train
+from .._threads import one_thread
 from ..importance import attention_layers, head_gates, head_importance
-from .figure import Figure, View, _one_thread, bars, heatmap, plot, select, slider, toggle
+from .figure import Figure, View, bars, heatmap, plot, select, slider, toggle
 
 __all__ = ["ORDERS", "accuracy_with", "head_scores", "head_subsets", "head_switches", "order_of"]
 
@@ -59,7 +60,7 @@ def head_scores():
     names = _layer_names(model)
     layers, H = len(names), model.config["num_heads"]
     ablation = torch.zeros(layers, H)
-    with _one_thread(), torch.no_grad(), head_gates(model) as gates:
+    with one_thread(), torch.no_grad(), head_gates(model) as gates:
         full = _loss(model, scoring).item()
         for n, name in enumerate(names):
             for h in range(H):
@@ -68,7 +69,7 @@ def head_scores():
                 gates[name][h] = 1.0
     batches = [_tasks.TaskBatch(x, y) for x, y in
                zip(scoring.inputs.split(32), scoring.targets.split(32))]
-    with _one_thread():
+    with one_thread():
         gradient = torch.stack(list(head_importance(model, batches, _loss).values()))
     return ablation, gradient
 
@@ -116,7 +117,7 @@ def accuracy_with(removed):
     gated to 0 by ``mha.head_gates``, measured by ``mha.train.accuracy``."""
     model, _, _, held_out = _setup()
     names = _layer_names(model)
-    with _one_thread(), torch.no_grad(), head_gates(model) as gates:
+    with one_thread(), torch.no_grad(), head_gates(model) as gates:
         for layer, h in removed:
             gates[names[layer]][h] = 0.0
         return _train.accuracy(model, held_out)

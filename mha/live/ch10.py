@@ -22,10 +22,11 @@ from functools import lru_cache
 
 import torch
 
+from .._threads import one_thread
 from ..configs import MODELS, kv_cache_bytes
 from ..decode import decoder_logits, new_caches
 from ..record import record_attention
-from .figure import Figure, View, _one_thread, bars, heatmap, plot, select, slider, steps, table
+from .figure import Figure, View, bars, heatmap, plot, select, slider, steps, table
 
 __all__ = ["CONTEXTS", "KINDS", "decode_run", "decode_state", "decode_steps", "kv_cache_size",
            "kv_heads", "size_state"]
@@ -53,7 +54,7 @@ def decode_run():
     shape = {n: [] for n in LAYERS}
     ids = torch.full((1, 1), task.bos)  # (B, 1): <s>
     logits = []
-    with torch.no_grad(), _one_thread():  # tiny matrices: one thread is fastest
+    with torch.no_grad(), one_thread():  # tiny matrices: one thread is fastest
         memory = model.encoder(sentence.inputs)  # (1, Ls, D), read once
         for t in range(task.tgt_len):
             with record_attention(model) as rec:

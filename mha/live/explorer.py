@@ -24,6 +24,7 @@ import math
 import torch
 
 from .. import counts, explore
+from .._threads import one_thread
 from .figure import Figure, View, heatmap, select, slider, table
 
 __all__ = ["explorer_data", "explorer_figure", "frozen_figure", "message_html", "payload",
@@ -190,7 +191,7 @@ def explorer_data(sources=None):
 
     names = list(explore.EXAMPLE_SENTENCES)
     sources = ["random layer", *TRAINED_SOURCES] if sources is None else list(sources)
-    with explore._one_thread():  # tiny matrix products: one thread beats two busy ones
+    with one_thread():  # tiny matrix products: one thread beats two busy ones
         data = {"kind": "explorer", "d_model": STATIC_D_MODEL, "max_len": MAX_LEN,
                 "tokens": {n: explore._fit(explore.tokenize(n), MAX_LEN)[0] for n in names},
                 "lengths": {n: len(explore.tokenize(n)) for n in names}, "sources": {},

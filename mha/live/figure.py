@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from .._threads import one_thread
 from .views import VIEW_KINDS, arrows, bars, heatmap, lines, plot, table
 
 # the view builders (mha.live.views) are re-exported: a chapter's figure imports all it needs here
@@ -150,21 +151,6 @@ def _json_script(data, cls):
     return f'<script type="application/json" class="{cls}">{text}</script>'
 
 
-class _one_thread:
-    """Tiny tensor ops on one CPU thread: a 5 x 8 matmul is slower on two busy threads."""
-
-    def __enter__(self):
-        import torch
-
-        self.threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-
-    def __exit__(self, *exc):
-        import torch
-
-        torch.set_num_threads(self.threads)
-
-
 @dataclass
 class Figure:
     """A live figure: ``controls``, ``views`` and ``state_fn(**values) -> state`` where a state is
@@ -188,7 +174,7 @@ class Figure:
         if len(set(names)) != len(names):
             raise ValueError(f"figure {self.name!r}: control names must differ; got {names}")
         if self.compute is None and self.states is None:
-            with _one_thread():
+            with one_thread():
                 self.states = self._all_states()
 
     def _all_states(self):
