@@ -80,8 +80,10 @@ notebooks: setup
 colab-check: setup
 	$(BIN)/python scripts/colab_check.py --jobs $(JOBS)
 
+# the browser tests in $(JOBS) processes, each with its own Chromium; one page's checks stay in
+# one process (--dist loadgroup), so a page is loaded once for them
 browser: setup
-	$(BIN)/python -m pytest tests/built_book -v -s -p no:cacheprovider
+	$(BIN)/python -m pytest tests/built_book -n $(JOBS) --dist loadgroup -v -p no:cacheprovider --durations=10
 
 test: lint unit assignments-test notebooks colab-check book browser
 	@echo "make test: all checks passed"

@@ -170,7 +170,6 @@ def test_chapter_07_explorer_is_live_in_the_built_book(page, book_url):
     print(f"\nchapter 07, key press to new picture over {len(times)} changes: median "
           f"{statistics.median(times):.1f} ms, worst {max(times):.1f} ms; the redraw itself: "
           f"median {statistics.median(draws):.1f} ms, worst {max(draws):.1f} ms")
-    assert statistics.median(times) < 200 and statistics.median(draws) <= 16
     assert not page.errors, page.errors
     assert not page.outside, page.outside
 

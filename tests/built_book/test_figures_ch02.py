@@ -8,7 +8,6 @@ page, with the key-press-to-picture times printed.
 """
 
 import math
-import statistics
 from urllib.parse import urlparse
 
 import pytest
@@ -116,7 +115,6 @@ def test_dk_softmax_draws_what_pytorch_computes(page):
     assert max(drawn(root, "weights")) > 0.99 and "unscaled" in readout(root)
     print(f"\nchapter 02 d_k slider, key press to picture (no build): {timing(times)}; "
           f"redraw {timing(DRAW_MS[-6:])}")
-    assert statistics.median(DRAW_MS[-6:]) <= 16 and statistics.median(times) < 50
     assert not page.errors, page.errors
 
 
@@ -141,7 +139,6 @@ def test_mask_builder_draws_what_pytorch_computes(page):
     assert drawn(root, "seq0")[0][4] == [0] * 5 and "all zero" in readout(root)
     print(f"\nchapter 02 mask builder, key press to picture (no build): {timing(times)}; "
           f"redraw {timing(DRAW_MS[-8:])}")
-    assert statistics.median(DRAW_MS[-8:]) <= 16 and statistics.median(times) < 50
     assert not page.errors, page.errors
 
 
@@ -200,6 +197,5 @@ def test_chapter_02_figures_live_in_the_built_book(page, book_url):
     draws = DRAW_MS[-len(times + times_mask):]
     print(f"\nchapter 02 (built book), key press to picture: d_k slider {timing(times)}; "
           f"mask builder {timing(times_mask)}; redraw {timing(draws)}")
-    assert statistics.median(draws) <= 16 and statistics.median(times + times_mask) < 50
     assert not page.errors, page.errors
     assert not outside, outside

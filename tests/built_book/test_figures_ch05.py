@@ -11,7 +11,6 @@ wider than the screen. On the built book: the same on chapter 05's page.
 """
 
 import math
-import statistics
 
 import pytest
 import torch
@@ -113,7 +112,6 @@ def test_split_explorer_draws_what_the_package_computes(page):
     assert check_split(root)["feature"] == 300
     print(f"\nchapter 05 split explorer, key press to picture (no build): {timing(times)}; "
           f"redraw {timing(DRAW_MS[-len(times):])}")
-    assert statistics.median(DRAW_MS[-len(times):]) <= 16 and statistics.median(times) < 50
     assert not page.errors, page.errors
 
 
@@ -124,7 +122,6 @@ def test_fold_valid_lens_draws_what_pytorch_computes(page):
     times = move_fold(page, root)
     print(f"\nchapter 05 folded valid_lens, key press to picture (no build): {timing(times)}; "
           f"redraw {timing(DRAW_MS[-6:])}")
-    assert statistics.median(DRAW_MS[-6:]) <= 16 and statistics.median(times) < 50
     assert not page.errors, page.errors
 
 
@@ -174,5 +171,4 @@ def test_chapter_05_figures_are_live_in_the_built_book(page, book_url):
     draws = DRAW_MS[-len(times + times_fold):]
     print(f"\nchapter 05 (built book), key press to picture: split explorer {timing(times)}; "
           f"folded valid_lens {timing(times_fold)}; redraw {timing(draws)}")
-    assert statistics.median(draws) <= 16
     assert not page.errors, page.errors

@@ -10,7 +10,6 @@ built book: the same on chapter 11's page.
 """
 
 import json
-import statistics
 from urllib.parse import urlparse
 
 import pytest
@@ -87,7 +86,6 @@ def test_rope_rotation_draws_the_rotated_pairs(page):
     assert (v["m"], v["n"]) == (7, 4) and abs(v["score"] - score) < 1e-9
     print(f"\nchapter 11 RoPE, key press to picture (no build): {timing(times)}; "
           f"redraw {timing(DRAW_MS[-6:])}")
-    assert statistics.median(DRAW_MS[-6:]) <= 16 and statistics.median(times) < 50
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
@@ -139,6 +137,5 @@ def test_chapter_11_figure_lives_in_the_built_book(page, book_url):
     times = move(page, root)
     print(f"\nchapter 11 (built book), key press to picture: {timing(times)}; "
           f"redraw {timing(DRAW_MS[-len(times):])}")
-    assert statistics.median(DRAW_MS[-len(times):]) <= 16 and statistics.median(times) < 50
     assert not errors, errors
     assert not outside, outside

@@ -17,7 +17,10 @@ Each check is about what a reader meets, at a laptop's 1280 px width:
   book's content, in light mode and in dark mode. Where the toolchain's markup breaks a rule, the
   book mends it (``_ext/a11y_fixes.py``); no rule is turned off.
 
-Solutions are opened before the checks, so that what they contain is checked too.
+Solutions are opened before the checks, so that what they contain is checked too. Each page is
+loaded once for all its light-mode checks (the ``opened`` fixture; ``scope="module"`` on the
+``path`` parameter makes pytest run one page's checks together) and once more in dark mode for
+axe: loading a page, its math and its figures is what these tests spend their time on.
 """
 
 import re
@@ -37,6 +40,14 @@ MIN_ALT_WORDS = 4
 ARTICLE = "article.bd-article"
 
 
+#: every page as a parameter that keeps its checks together: in one worker under pytest-xdist
+#: (``--dist loadgroup``), after each other in one process (``scope="module"``)
+PAGE_PARAMS = [pytest.param(p, marks=pytest.mark.xdist_group(p)) for p in PAGES]
+
+#: the window the checks read the pages in
+VIEWPORT = {"width": 1280, "height": 1000}
+
+
 def open_page(page, book_url, path):
     """Load a page, wait for math and widgets, open every solution."""
     response, *_ = visit(page, f"{book_url}/{path}")
@@ -49,6 +60,23 @@ def open_page(page, book_url, path):
         if button.is_visible():
             button.click()
     page.wait_for_timeout(300)
+
+
+def fresh_page(browser, book_url, path, mode):
+    """A new context (nothing cached, nothing shared) with ``path`` loaded in colour ``mode``."""
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.add_init_script(f"localStorage.setItem('mode', '{mode}')")
+    open_page(page, book_url, path)
+    return context, page
+
+
+@pytest.fixture(scope="module")
+def opened(browser, book_url, path):
+    """``path`` loaded once in light mode, solutions open, for every light-mode check of it."""
+    context, page = fresh_page(browser, book_url, path, "light")
+    yield page
+    context.close()
 
 
 OVERFLOW_JS = """
@@ -132,9 +160,9 @@ def is_default_alt(alt: str, src: str) -> bool:
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("path", PAGES)
-def test_code_cells_are_not_cut_off(page, book_url, path):
-    open_page(page, book_url, path)
+@pytest.mark.parametrize("path", PAGE_PARAMS, scope="module")
+def test_code_cells_are_not_cut_off(opened, path):
+    page = opened
     cut = page.evaluate(CODE_JS, ARTICLE)
     assert not cut, (
         f"{path}: {len(cut)} code cells or printed outputs are wider than their box, so the end "
@@ -144,9 +172,9 @@ def test_code_cells_are_not_cut_off(page, book_url, path):
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("path", PAGES)
-def test_nothing_overflows_the_article(page, book_url, path):
-    open_page(page, book_url, path)
+@pytest.mark.parametrize("path", PAGE_PARAMS, scope="module")
+def test_nothing_overflows_the_article(opened, path):
+    page = opened
     overflowing = page.evaluate(OVERFLOW_JS, ARTICLE)
     assert not overflowing, (
         f"{path}: {len(overflowing)} elements stick out of the article column and are not inside "
@@ -155,9 +183,9 @@ def test_nothing_overflows_the_article(page, book_url, path):
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("path", PAGES)
-def test_figures_are_not_shrunk(page, book_url, path):
-    open_page(page, book_url, path)
+@pytest.mark.parametrize("path", PAGE_PARAMS, scope="module")
+def test_figures_are_not_shrunk(opened, path):
+    page = opened
     images = page.evaluate(IMAGES_JS, ARTICLE)
     shrunk = [
         f"{img['src']}: shown at {img['shown']:.0f} px of its {img['natural']} px "
@@ -174,9 +202,9 @@ def test_figures_are_not_shrunk(page, book_url, path):
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("path", PAGES)
-def test_images_have_real_alt_text(page, book_url, path):
-    open_page(page, book_url, path)
+@pytest.mark.parametrize("path", PAGE_PARAMS, scope="module")
+def test_images_have_real_alt_text(opened, path):
+    page = opened
     images = page.evaluate(IMAGES_JS, ARTICLE)
     missing = []
     for img in images:
@@ -190,9 +218,9 @@ def test_images_have_real_alt_text(page, book_url, path):
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("path", PAGES)
-def test_sliders_have_names(page, book_url, path):
-    open_page(page, book_url, path)
+@pytest.mark.parametrize("path", PAGE_PARAMS, scope="module")
+def test_sliders_have_names(opened, path):
+    page = opened
     nameless = [s["html"] for s in page.evaluate(SLIDERS_JS, ARTICLE) if not s["name"]]
     assert not nameless, f"{path}: sliders without an accessible name: {nameless}"
 
@@ -219,16 +247,24 @@ MODES = ("light", "dark")
 
 @pytest.mark.browser
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("path", PAGES)
-def test_axe_finds_no_violation(page, book_url, path, mode):
+@pytest.mark.parametrize("path", PAGE_PARAMS, scope="module")
+def test_axe_finds_no_violation(opened, browser, book_url, path, mode):
     if not AXE.exists():
         pytest.fail(f"{AXE} is missing: run `make assets` (npm ci in web/)")
-    page.add_init_script(f"localStorage.setItem('mode', '{mode}')")
-    open_page(page, book_url, path)
-    shown = page.evaluate("() => document.documentElement.dataset.theme")
-    assert shown == mode, f"{path}: asked the theme for {mode} mode, the page shows {shown!r}"
-    page.add_script_tag(path=str(AXE))
-    violations = page.evaluate(AXE_JS, ARTICLE)
+    context = None
+    if mode == "light":
+        page = opened
+    else:
+        context, page = fresh_page(browser, book_url, path, mode)
+    try:
+        shown = page.evaluate("() => document.documentElement.dataset.theme")
+        assert shown == mode, f"{path}: asked the theme for {mode} mode, the page shows {shown!r}"
+        if not page.evaluate("() => !!window.axe"):
+            page.add_script_tag(path=str(AXE))
+        violations = page.evaluate(AXE_JS, ARTICLE)
+    finally:
+        if context is not None:
+            context.close()
     problems = []
     for violation in violations:
         for node in violation["nodes"]:
