@@ -125,3 +125,17 @@ def test_imports_go_one_way():
     chapters = {p.stem for p in LIVE.glob("ch*.py")} | {"explorer"}
     for name in chapters:
         assert not imported(LIVE / f"{name}.py") & (chapters - {name}), name
+
+
+def test_plot_rings_only_the_series_named():
+    d = views.plot([1, 2], {"a": [0.1, 0.2], "b": [0.3, 0.4]}, marker=1, marker_series=[1])
+    assert d["marker_series"] == [1] and d["marker"] == 1
+    assert views.plot([1], {"a": [0.1]})["marker_series"] is None
+    with pytest.raises(ValueError, match=r"marker_series must index the 2 series; got \[2\]"):
+        views.plot([1, 2], {"a": [0.1, 0.2], "b": [0.3, 0.4]}, marker=0, marker_series=[2])
+
+
+def test_bars_say_what_a_missing_value_means():
+    d = views.bars([0.5, float("nan")], ["k0", "k1"], null_label="not yet")
+    assert d["values"] == [0.5, None] and d["null_label"] == "not yet"
+    assert views.bars([1.0], ["k"])["null_label"] == "n/a"

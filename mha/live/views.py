@@ -45,20 +45,28 @@ def heatmap(grids, rows, cols, *, titles=None, caption="", vmin=0.0, vmax=1.0, s
 
 
 def bars(values, labels, *, caption="", highlight=(), y_label="attention weight",
-         x_label="key", y_min=0.0, y_max=1.0):
-    """Bars ``values`` (n,) over ``labels``; ``highlight``: indices drawn in the accent colour."""
+         x_label="key", y_min=0.0, y_max=1.0, null_label="n/a"):
+    """Bars ``values`` (n,) over ``labels``; ``highlight``: indices drawn in the accent colour; a
+    value that is None (or NaN) draws no bar and writes ``null_label`` where its number would be
+    (e.g. "not yet" for a key the computation has not reached)."""
     return {"values": _numbers(values), "labels": [str(x) for x in labels], "caption": caption,
             "highlight": list(highlight), "y_label": y_label, "x_label": x_label,
-            "y_min": y_min, "y_max": y_max}
+            "y_min": y_min, "y_max": y_max, "null_label": str(null_label)}
 
 
 def plot(x, series, *, caption="", x_label="", y_label="", y_min=None, y_max=None,
-         x_log=False, marker=None):
+         x_log=False, marker=None, marker_series=None):
     """Lines: ``series`` is ``{label: y values}``, one y per x; ``marker`` rings the point at
-    that index on every line (the current setting); ``x_log`` spaces x by log2."""
+    that index (the current setting) on every line, or only on the lines whose indices
+    ``marker_series`` lists (the one the other controls select); ``x_log`` spaces x by log2."""
+    if marker_series is not None:
+        marker_series = [int(i) for i in marker_series]
+        if any(not 0 <= i < len(series) for i in marker_series):
+            raise ValueError(f"marker_series must index the {len(series)} series; got "
+                             f"{marker_series}")
     d = {"x": list(x), "series": [{"label": k, "y": _numbers(v)} for k, v in series.items()],
          "caption": caption, "x_label": x_label, "y_label": y_label, "x_log": x_log,
-         "marker": marker}
+         "marker": marker, "marker_series": marker_series}
     if y_min is not None:
         d["y_min"] = y_min
     if y_max is not None:

@@ -20,17 +20,19 @@ function bars(canvas, d, t) {
     if (v !== null) ctx.fillRect(x, y(v), w, y(lo) - y(v));
     ctx.fillStyle = t.fg; ctx.textAlign = "center";
     // a bar with no value (a configuration that cannot exist) says so, not "NaN"
-    if (bw >= 34) ctx.fillText(v === null ? "n/a" : fmt(v), x + w / 2, y(v === null ? lo : v) - 8);
+    if (bw >= 34) ctx.fillText(v === null ? d.null_label || "n/a" : fmt(v), x + w / 2, y(v === null ? lo : v) - 8);
     ctx.save(); ctx.translate(x + w / 2, y0 + ph + 6); ctx.rotate(-Math.PI / 4);
     ctx.textAlign = "right"; ctx.fillText(d.labels[j], 0, 0); ctx.restore();
   }
   ctx.textAlign = "center"; ctx.fillText(d.x_label || "key", x0 + n * bw / 2, height - 8);
   canvas.dataset.values = JSON.stringify(roundDeep(d.values));
   return (d.caption ? d.caption + ". " : "") + "Bars: " +
-    d.labels.map(function (s, i) { return s + " " + (d.values[i] === null ? "n/a" : fmt(d.values[i])); }).join(", ") + ".";
+    d.labels.map(function (s, i) { return s + " " + (d.values[i] === null ? d.null_label || "n/a" : fmt(d.values[i])); }).join(", ") + ".";
 }
 
-// plot: d = {x, series: [{label, y}], caption, x_label, y_label, y_min, y_max, x_log, marker}
+// plot: d = {x, series: [{label, y}], caption, x_label, y_label, y_min, y_max, x_log, marker,
+//   marker_series (the series that get the ring; all when null)}
+function ringed(d, n) { return !d.marker_series || d.marker_series.indexOf(n) >= 0; }
 // x tick labels: none cut at the canvas's right edge, none written over its neighbour (a
 // narrow phone drops the ones that would collide, never the last)
 function xTickLabels(ctx, labels, X, y, width) {
@@ -76,9 +78,9 @@ function plot(canvas, d, t) {
     s.y.forEach(function (v, i) { if (v !== null) { ctx.beginPath(); ctx.arc(X(i), Y(v), 2.5, 0, 7); ctx.fill(); } });
     ctx.textAlign = "left"; ctx.fillText(s.label, x0 + 8 + n * Math.floor(pw / 2), y0 + 4);
   });
-  if (d.marker !== undefined && d.marker !== null) { // the current setting, a ring on each series
+  if (d.marker !== undefined && d.marker !== null) { // the current setting: a ring on its series
     d.series.forEach(function (s, n) {
-      var v = s.y[d.marker]; if (v === null) return;
+      var v = s.y[d.marker]; if (v === null || !ringed(d, n)) return;
       ctx.strokeStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.beginPath();
       ctx.arc(X(d.marker), Y(v), 6, 0, 7); ctx.stroke(); ctx.lineWidth = 1;
     });
@@ -144,9 +146,9 @@ function plotLogLog(canvas, d, t) {
     s.y.forEach(function (v, i) { if (ok(v)) { ctx.beginPath(); ctx.arc(X(i), Y(v), 2.5, 0, 7); ctx.fill(); } });
     ctx.textAlign = "left"; ctx.fillText(s.label, x0 + 8 + n * Math.floor(pw / 2), y0 + 4);
   });
-  if (d.marker !== undefined && d.marker !== null) { // the current setting, a ring on each series
+  if (d.marker !== undefined && d.marker !== null) { // the current setting: a ring on its series
     d.series.forEach(function (s, n) {
-      var v = s.y[d.marker]; if (!ok(v)) return;
+      var v = s.y[d.marker]; if (!ok(v) || !ringed(d, n)) return;
       ctx.strokeStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.beginPath();
       ctx.arc(X(d.marker), Y(v), 6, 0, 7); ctx.stroke(); ctx.lineWidth = 1;
     });
