@@ -25,7 +25,10 @@ class ModelConfig:
     """The attention shape of a published model: ``d_model = num_heads * d_head`` in all of these
     (``d_head`` is given because models need not follow that rule). ``context`` is the length the
     model was trained for; ``source`` a citation key of ``references.bib``, ``where`` the place in
-    it that states the numbers."""
+    it that states the numbers. ``window`` is the sliding window of a model whose every position
+    attends to at most the last ``window`` positions (Mistral 7B v0.1), so that its cache needs
+    to hold no more than ``window`` positions; None for a model that attends to the whole
+    context."""
 
     name: str
     num_layers: int
@@ -36,6 +39,12 @@ class ModelConfig:
     context: int
     source: str
     where: str
+    window: int = None
+
+    def cached_positions(self, seq_len):
+        """The positions a cache must hold after ``seq_len`` tokens: all of them, or at most
+        ``window`` for a sliding-window model (a rolling cache drops the older ones)."""
+        return seq_len if self.window is None else min(seq_len, self.window)
 
     @property
     def attention(self):
@@ -58,7 +67,8 @@ MODELS = {
                     "80 layers, d_model 8192, 64 heads as LLaMA 65B (touvron2023llama, Table 2)"),
         ModelConfig("Mistral 7B", 32, 4096, 32, 8, 128, 8192, "jiang2023mistral",
                     "Table 1 (dim, n_layers, head_dim, n_heads, n_kv_heads, context_len; "
-                    "sliding window 4096): v0.1, the paper's model; v0.2 on drop the window"),
+                    "sliding window 4096): v0.1, the paper's model; v0.2 on drop the window",
+                    window=4096),
         ModelConfig("Llama 3 8B", 32, 4096, 32, 8, 128, 8192, "grattafiori2024llama3",
                     "Table 3 (layers, model dimension, attention heads, key/value heads); "
                     "8K-token pre-training sequences (Section 3.4), the context of the first "

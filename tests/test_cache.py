@@ -361,6 +361,13 @@ def test_model_configs_as_published():
     assert (falcon.num_heads + 2 * falcon.num_kv_heads) * falcon.d_head == 4672
     # Llama 2 70B's k_proj maps 8192 features to 8 heads x 128 = 1024
     assert MODELS["Llama 2 70B"].num_kv_heads * MODELS["Llama 2 70B"].d_head == 1024
+    # Mistral 7B v0.1 (Table 1: window_size 4096) is the one sliding-window model: its rolling
+    # cache holds at most 4096 positions
+    assert {n: c.window for n, c in MODELS.items() if c.window} == {"Mistral 7B": 4096}
+    assert "sliding window 4096" in MODELS["Mistral 7B"].where
+    assert [MODELS["Mistral 7B"].cached_positions(n) for n in (100, 4096, 8192)] == \
+        [100, 4096, 4096]
+    assert MODELS["Llama 3 8B"].cached_positions(8192) == 8192
 
 
 def test_bottom_right_matches_torch_causal_lower_right():

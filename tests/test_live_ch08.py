@@ -1,6 +1,7 @@
 """Chapter 08's live figure and the lines view compute what PyTorch computes (mha.live.ch08)."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -103,5 +104,18 @@ def test_a_query_with_no_previous_token_says_so():
     names = ch08.head_names()
     prev = max(range(8), key=lambda k: names[k][3] if names[k][2] == "previous" else -1)
     s = ch08.trained_head_lines().state(head=prev, sequence=0, query=0)
-    assert "the previous pattern points nowhere for this query" in s["readout"]
+    assert "the previous-token pattern points nowhere for this query" in s["readout"]
     assert s["views"]["row"]["highlight"] == []
+
+
+def test_readouts_name_patterns_plainly_and_count_keys():
+    """"the first pattern" read as "the first of the patterns": a pattern is named by what it
+    points at; a query whose pattern points at several keys says "keys"."""
+    fig = ch08.trained_head_lines()
+    for state in fig.states.values():
+        text = state["readout"]
+        assert not re.search(r"the (previous|first|next|same token) pattern", text), text
+        found = re.search(r"points at (keys?) ([^;]+);", text)
+        if found:
+            many = found.group(2).count(",") > 0
+            assert found.group(1) == ("keys" if many else "key"), text

@@ -1,6 +1,7 @@
 """Chapter 09's live figure: every subset it offers, its accuracy as PyTorch computes it."""
 
 import json
+import re
 
 import torch
 
@@ -49,42 +50,100 @@ def test_the_figure_lists_every_setting_and_stays_small():
     assert grid[0][6] is not None and s["views"]["heads"]["marks"] == [[0, 0, 6], [0, 1, 6]]
     full = fig.state(order="ablation", removed=16)
     assert full["state"]["accuracy"][-1] < 0.2  # every head gone: near chance
-    curve = full["views"]["curve"]["series"][0]["y"]
-    assert curve[0] > 0.99 and curve[-1] == round(full["state"]["accuracy"][-1], 5)
+    curve = full["views"]["curve"]["series"][0]["y"]  # in percent
+    assert curve[0] > 99 and abs(curve[-1] - 100 * full["state"]["accuracy"][-1]) < 1e-4
     assert len(json.dumps(fig.spec())) < 300_000
 
 
-def test_slider_counts_the_heads_of_the_order_and_the_readout_says_both():
+def test_the_step_control_counts_places_in_the_order_and_the_readout_says_both():
     fig = ch09.head_switches()
-    assert fig.spec()["controls"][1]["label"] == "heads of the order removed"
-    assert fig.spec()["controls"][1]["label"] == fig.state()["views"]["curve"]["x_label"]
+    control = fig.spec()["controls"][1]
+    assert control["kind"] == "step"  # previous/next buttons: one click a place
+    assert control["label"] == "remove up to place" == fig.state()["views"]["curve"]["x_label"]
+    assert control["labels"][:3] == ["none", "1", "2"]
     s = fig.state(order="reverse", removed=7, spare=True)  # (1, 6), (0, 6) are the first two
-    assert "the first 7 heads of the order, 5 of 16 removed (layer 0 head 6 and layer 1 " \
-           "head 6 put back)" in s["readout"]
+    assert "Gradient, most first, up to place 7: 5 of 16 heads removed (places 1\u20137, " \
+           "less the 2 essential heads at places 1 and 2, kept)" in s["readout"]
     assert len(s["state"]["removed_heads"]) == 5
+    s = fig.state(order="ablation", removed=3, spare=True)
+    assert "3 of 16 heads removed (places 1\u20133; the 2 essential heads, at places 15 " \
+           "and 16, not reached yet)" in s["readout"]
+    s = fig.state(order="random", removed=7, spare=True)
+    assert "6 of 16 heads removed (places 1\u20137, less the essential head at place 4, " \
+           "kept)" in s["readout"]
+    assert "up to place 1: 0 of 16 heads removed (place 1: the essential head, kept)" \
+        in fig.state(order="reverse", removed=1, spare=True)["readout"]
+    assert "nothing removed yet" in fig.state(order="reverse", removed=0)["readout"]
+
+
+def test_readouts_are_grammatical_at_every_setting():
+    fig = ch09.head_switches()
+    for state in fig.states.values():
+        text = state["readout"] + " " + state["views"]["heads"]["caption"]
+        assert not re.search(r"\b1 heads\b|\bfirst 1\b|\b0 head\b", text), text
+
+
+def test_ring_marks_only_the_curve_the_controls_select():
+    fig = ch09.head_switches()
+    for spare in (False, True):
+        curve = fig.state(order="reverse", removed=4, spare=spare)["views"]["curve"]
+        assert curve["marker"] == 4 and curve["marker_series"] == [1 if spare else 0]
+        assert [s["label"] for s in curve["series"]] == ["essential removed too",
+                                                         "essential kept"]
+
+
+def test_layout_does_not_depend_on_the_settings():
+    """The same views at every setting, the grid's legend and the bars' caption the same: the
+    toggle once made the grid's legend longer, which pushed the bars below the grid."""
+    fig = ch09.head_switches()
+    legends = {s["views"]["heads"]["axes"] for s in fig.states.values()}
+    captions = {s["views"]["accuracy"]["caption"] for s in fig.states.values()}
+    assert len(legends) == 1 and len(captions) == 1
+    assert all(s["views"]["heads"]["marks"] == [[0, 0, 6], [0, 1, 6]]
+               for s in fig.states.values())
+    assert all(all(s["views"][v] is not None for v in ("heads", "accuracy", "curve"))
+               for s in fig.states.values())
 
 
 def test_every_bar_below_99_percent_of_the_full_models_is_accented_the_mean_too():
     fig = ch09.head_switches()
     full = ch09.accuracy_with(())
+    assert (full == 1).all()  # so "99% of the full model's" is 99.0 on every bar
     fulls = full.tolist() + [float(full.mean())]
     seen_mean = False
     for order in ch09.ORDERS:
         for removed in range(17):
             bars = fig.state(order=order, removed=removed)["views"]["accuracy"]
             want = [k for k, (a, f) in enumerate(zip(bars["values"], fulls))
-                    if a < ch09.KEEP * f]
+                    if a < 100 * ch09.KEEP * f]
             assert bars["highlight"] == want, (order, removed)
             seen_mean |= 3 in bars["highlight"]
     assert seen_mean
-    # the learner's case: ablation order, 12 removed: first 0.72 and the mean 0.90 both accented
+    # the learner's case: ablation order, 12 removed: first 72% and the mean 90% both accented
     bars = fig.state(order="ablation", removed=12)["views"]["accuracy"]
-    assert bars["values"][3] < 0.99 and 3 in bars["highlight"]
+    assert bars["values"][3] < 99 and 3 in bars["highlight"]
 
 
-def test_accuracy_axis_stops_just_above_1():
-    """An accuracy is at most 1: the axis stops at 1.1 (was 1.2), the least that keeps the
-    plot's legend, drawn inside the top of the plot, off the line at 1."""
+def test_numbers_written_agree_with_the_colour():
+    """A mean of 0.989 was written "0.99" on a bar in the "under 99%" colour. Now the bars are
+    in percent (the page writes two decimals, the readout one): at every setting a number is
+    written under 99 exactly when its bar is accented."""
+    fig = ch09.head_switches()
+    for state in fig.states.values():
+        bars = state["views"]["accuracy"]
+        written = re.findall(r"(\d+\.\d)%", state["readout"])[:4]  # 3 jobs, the mean
+        for k, (value, text) in enumerate(zip(bars["values"], written)):
+            accented = k in bars["highlight"]
+            assert (round(value, 2) < 99) == accented, (state["readout"], value)
+            assert (float(text) < 99) == accented, (state["readout"], text)
+    mean = fig.state(order="reverse", removed=7, spare=True)
+    assert "mean 98.9%, below 99%" in mean["readout"]
+    assert 3 in mean["views"]["accuracy"]["highlight"]
+
+
+def test_accuracy_axis_stops_just_above_100():
+    """An accuracy is at most 100%: the axis stops at 110, the least that keeps the plot's
+    legend, drawn inside the top of the plot, off the line at 100."""
     curve = ch09.head_switches().state()["views"]["curve"]
-    assert 1.0 < curve["y_max"] <= 1.1
-    assert max(y for s in curve["series"] for y in s["y"]) <= 1.0
+    assert 100 < curve["y_max"] <= 110 and curve["y_label"] == "mean accuracy (%)"
+    assert max(y for s in curve["series"] for y in s["y"]) <= 100

@@ -1,7 +1,9 @@
 """Chapter 10's live figures compute what the package and PyTorch compute (mha.live.ch10)."""
 
 import math
+import re
 
+import pytest
 import torch
 
 from mha import record_attention, tasks, tiny
@@ -53,42 +55,101 @@ def test_cache_sizes_are_kv_cache_bytes_of_the_chapters_models():
     assert len(fig.states) == len(MODELS) * 3 * len(ch10.CONTEXTS)
     for name, c in MODELS.items():
         for context in ch10.CONTEXTS:
+            if context > c.context:
+                continue
             s = fig.state(model=name, context=context)
             got = s["views"]["sizes"]["values"]
-            want = [kv_cache_bytes(c.num_layers, kv, c.d_head, context) / 2**30
+            want = [kv_cache_bytes(c.num_layers, kv, c.d_head, context) / 2**20
                     for kv in (c.num_heads, 8, 1)]
             if c.num_heads % 8:  # Falcon-7B's 71 heads: no GQA with 8 groups
                 assert got[1] is None
                 want[1] = None
             for g, w in zip(got, want):
                 assert (g is None and w is None) or math.isclose(g, w, abs_tol=1e-5)
+            # in MiB every number is exact: whole numbers, written as such
+            assert all(g is None or g == int(g) for g in got)
     # the chapter's numbers: Llama 2 70B 1.25 GiB as built (GQA 8), 10 GiB as MHA at 4096
     s = fig.state(model="Llama 2 70B", context=4096)
-    assert s["views"]["sizes"]["values"][:2] == [10.0, 1.25]
-    assert s["state"]["gib"] == 1.25 and "320 KiB per token" in s["readout"]
-    assert fig.state(model="Falcon-7B", kind="GQA")["state"]["gib"] is None
+    assert s["views"]["sizes"]["values"][:2] == [10 * 1024, 1.25 * 1024]
+    assert s["state"]["mib"] == 1280 and "320 KiB per token" in s["readout"]
+    assert "4,096 tokens (its full context) x 320 KiB = 1,280 MiB (1.25 GiB) for one" \
+        in s["readout"]
+    assert fig.state(model="Falcon-7B", kind="GQA")["state"]["mib"] is None
+
+
+def test_each_model_is_offered_only_its_own_contexts():
+    """The slider went to 128K for every model, past the contexts the chapter's table gives
+    ("Llama 2 7B ... 64 GiB for one sequence of 131,072 tokens"): each state now caps it at the
+    model's context, and a setting past it shows the model's context."""
+    fig = ch10.kv_cache_size()
+    for name, c in MODELS.items():
+        top = ch10.CONTEXTS.index(c.context)
+        for kind in ch10.KINDS:
+            for context in ch10.CONTEXTS:
+                s = fig.state(model=name, kind=kind, context=context)
+                assert s["limits"] == {"context": {"max": top}}
+                assert s["state"]["context"] == min(context, c.context)
+                assert max(s["views"]["growth"]["x"]) == c.context
+    assert ch10.CONTEXTS[0] == 512 and ch10.CONTEXTS[-1] == max(c.context for c in
+                                                                 MODELS.values())
+    with pytest.raises(ValueError, match="at most GPT-3 175B's 2,048"):
+        ch10.kv_cache_size(model="GPT-3 175B", context=8192)
+
+
+def test_as_built_follows_mistrals_sliding_window():
+    """Mistral 7B v0.1's window (mha.configs, from its paper's Table 1) caps its cache at 4,096
+    positions: 512 MiB at 8,192 tokens, not the 1,024 of a cache that keeps every position."""
+    mistral = MODELS["Mistral 7B"]
+    s = ch10.size_state("Mistral 7B", "GQA", 8192)
+    series = {x["label"]: x["y"] for x in s["views"]["growth"]["series"]}
+    assert list(series) == ["GQA 8, all kept", "as built: GQA 8, window 4,096"]
+    assert series["GQA 8, all kept"][-1] == 1024
+    built = series["as built: GQA 8, window 4,096"]
+    want = [kv_cache_bytes(32, 8, 128, mistral.cached_positions(n)) / 2**20
+            for n in (512, 1024, 2048, 4096, 8192)]
+    assert built == want and built[-2:] == [512, 512]
+    assert s["state"]["built_mib"] == 512
+    assert "sliding window of 4,096 positions caps the cache at 4,096 positions: 512 MiB" \
+        in s["readout"]
+    # a model without a window: one line when the chosen kind is the model as built
+    one = ch10.size_state("Llama 3 8B", "GQA", 8192)["views"]["growth"]["series"]
+    assert [x["label"] for x in one] == ["GQA 8 = as built"]
 
 
 def test_the_growth_plot_is_log_log_and_every_line_has_slope_1():
     """Proportional growth drawn on log-log axes is a straight line of slope 1 (a log x-axis
-    with a linear y-axis made it look exponential)."""
-    for name in MODELS:
+    with a linear y-axis made it look exponential); Mistral's as-built line is flat past its
+    window."""
+    for name, c in MODELS.items():
         for kind in ch10.KINDS:
-            growth = ch10.size_state(name, kind, 8192)["views"]["growth"]
+            growth = ch10.size_state(name, kind, c.context)["views"]["growth"]
             assert growth["x_log"] and growth["y_log"] and "y_min" not in growth
             assert "log scale" in growth["x_label"] and "log scale" in growth["y_label"]
             x = torch.tensor(growth["x"], dtype=torch.float64).log2()
             for series in growth["series"]:
-                if series["y"][0] is None:  # Falcon-7B: no GQA with 8 groups
-                    continue
                 y = torch.tensor(series["y"], dtype=torch.float64).log2()
                 slopes = (y[1:] - y[:-1]) / (x[1:] - x[:-1])
-                torch.testing.assert_close(slopes, torch.ones_like(slopes), atol=1e-3, rtol=0)
+                want = torch.tensor([1.0 if c.window is None or n <= c.window else 0.0
+                                     for n in growth["x"][1:]], dtype=torch.float64)
+                if "as built" not in series["label"]:
+                    want = torch.ones_like(slopes)
+                torch.testing.assert_close(slopes, want, atol=1e-3, rtol=0)
+
+
+def test_the_ring_is_on_the_chosen_kinds_line_only():
+    for name in MODELS:
+        for kind in ch10.KINDS:
+            growth = ch10.size_state(name, kind, 2048)["views"]["growth"]
+            gqa_missing = kind == "GQA" and MODELS[name].num_heads % 8
+            assert growth["marker_series"] == ([] if gqa_missing else [0])
 
 
 def test_readouts_count_heads_and_quote_the_tokens_written():
     s = ch10.size_state("Falcon-7B", "MQA", 2048)["readout"]
     assert "(1 key/value head of 71)" in s and "1 key/value heads" not in s
+    fig = ch10.kv_cache_size()
+    for state in list(fig.states.values()) + list(ch10.decode_steps().states.values()):
+        assert not re.search(r"\b1 (key/value heads|keys|tokens|bytes)\b", state["readout"])
     assert "(8 key/value heads of 32)" in ch10.size_state("Mistral 7B", "GQA", 2048)["readout"]
     run = ch10.decode_run()
     last = ch10.decode_state(11, 0)["readout"]

@@ -41,8 +41,11 @@ def test_the_score_depends_on_the_distance_only():
         assert math.isclose(scores[0], float(by_hand(q, max(d, 0)) @ by_hand(k, max(-d, 0))),
                             abs_tol=1e-9)
     s = fig.state(m=5, n=2)
-    shares = [row[-1] for row in s["views"]["shares"]["rows"][:4]]
-    assert math.isclose(sum(shares), s["state"]["score"], abs_tol=1e-3)
+    shares = [float(row[-1]) for row in s["views"]["shares"]["rows"][:4]]
+    assert math.isclose(sum(shares), s["state"]["score"], abs_tol=2e-3)
+    # the table's sum is written as the caption and the readout write the score
+    assert s["views"]["shares"]["rows"][-1][-1] == "0.615" == f"{s['state']['score']:.3f}"
+    assert "(sum 0.615)" in s["views"]["shares"]["caption"] and "is 0.615" in s["readout"]
     curves = s["views"]["score"]["series"]
     assert curves[0]["y"] == curves[1]["y"]  # key at 0 or at n: the same curve
     assert s["views"]["score"]["marker"] == ch11.DISTANCES.index(3)
@@ -78,6 +81,8 @@ def test_the_readout_never_puts_a_position_below_0_and_writes_q_dot_k():
         for n in ch11.POSITIONS:
             text = ch11.rope_state(m, n)["readout"]
             assert "q\u00b7k" in text and "q . k" not in text
+            # "-3 apart" read oddly, and "pair" is a pair of features here
+            assert "apart" not in text and f"with m \u2212 n = {m - n} (" in text
             d = m - n
             if d < 0:
                 assert f"with the query at 0, the key at {-d}:" in text, text

@@ -1,6 +1,7 @@
 """Chapter 12's live figure computes what the package and PyTorch compute (mha.live.ch12)."""
 
 import math
+import re
 
 import torch
 import torch.nn.functional as F
@@ -45,8 +46,8 @@ def test_each_step_is_the_online_softmax_by_hand():
             st = fig.state(block_size=bs, block=b)
             m, ell, acc = by_hand(bs, b + 1)
             rows = dict((r[0], r[1]) for r in st["views"]["numbers"]["rows"])
-            assert math.isclose(rows["running max m"], m, abs_tol=1e-4)
-            assert math.isclose(rows["running sum \u2113"], ell, abs_tol=1e-4)
+            assert math.isclose(float(rows["running max m"]), m, abs_tol=1e-4)
+            assert math.isclose(float(rows["running sum \u2113"]), ell, abs_tol=1e-4)
             assert math.isclose(st["state"]["output"], acc / ell, abs_tol=1e-5)
             maxes = st["views"]["running"]["series"][0]["y"]
             assert math.isclose(maxes[b], m, abs_tol=1e-4)
@@ -58,6 +59,29 @@ def test_the_maximum_rises_in_later_blocks():
     maxes = [float(st[0]) for st in ch12.fold(3)]
     assert all(b > a for a, b in zip(maxes, maxes[1:]))
     assert "multiplied by" in ch12.online_softmax().state(block_size=3, block=1)["readout"]
+
+
+def test_keys_not_yet_folded_in_have_no_weight_and_say_so():
+    """Keys the online softmax has not reached were drawn as "0", which reads as zero weight:
+    they have no value (None) and the bars write "not yet"."""
+    fig = ch12.online_softmax()
+    for bs in ch12.BLOCK_SIZES:
+        for b in range(ch12.N_KEYS // bs):
+            bars = fig.state(block_size=bs, block=b)["views"]["weights"]
+            seen = (b + 1) * bs
+            assert bars["null_label"] == "not yet"
+            assert all(v is None for v in bars["values"][seen:])
+            assert all(v is not None and v > 0 for v in bars["values"][:seen])
+
+
+def test_readouts_are_grammatical_at_every_setting():
+    for state in ch12.online_softmax().states.values():
+        text = state["readout"] + " " + state["views"]["weights"]["caption"]
+        assert not re.search(r"\b1 (blocks|keys)\b|All 1\b|keys (\d+)\.\.\1\b", text), text
+    s = ch12.online_softmax().state(block_size=12, block=0)["readout"]
+    assert "The one block is folded in" in s
+    s = ch12.online_softmax().state(block_size=1, block=10)["readout"]
+    assert ": key 10;" in s and "Still to come: 1 key;" in s
 
 
 def test_the_block_slider_follows_the_block_size():
@@ -75,12 +99,12 @@ def test_the_first_block_has_no_rescale_and_the_readout_writes_ell():
     for bs in ch12.BLOCK_SIZES:
         first = dict((r[0], r[1]) for r in fig.state(block_size=bs, block=0)["views"]["numbers"]
                      ["rows"])
-        assert first["rescale exp(m_old \u2212 m)"] == ch12.FIRST_RESCALE
-        assert "first block" in ch12.FIRST_RESCALE and "\u2212\u221e" in ch12.FIRST_RESCALE
+        assert first["rescale exp(m_old \u2212 m)"] == ch12.FIRST_RESCALE == "\u2014"
+        assert "m_old = \u2212\u221e" in fig.state(block_size=bs, block=0)["readout"]
         if ch12.N_KEYS // bs > 1:
             second = dict((r[0], r[1]) for r in fig.state(block_size=bs, block=1)["views"]
                           ["numbers"]["rows"])
-            assert isinstance(second["rescale exp(m_old \u2212 m)"], float)
+            assert re.fullmatch(r"\d\.\d{4}", second["rescale exp(m_old \u2212 m)"])
         for b in range(ch12.N_KEYS // bs):
             text = fig.state(block_size=bs, block=b)["readout"]
             assert "\u2113 = " in text and " l = " not in text and "acc / l " not in text

@@ -32,6 +32,10 @@ __all__ = ["ALL", "PATTERNS", "head_names", "head_role", "recorded", "trained_he
 PATTERNS = {"previous": "previous-token head", "first": "first-token head",
             "same token": "matching head (an earlier copy of its letter)",
             "induction": "induction head", "self": "self head", "next": "next-token head"}
+#: a pattern's name as the readout writes it ("the previous pattern" read as "the pattern
+#: before")
+PATTERN_WORDS = {"previous": "previous-token", "first": "first-token", "same token": "same-token",
+                 "induction": "induction", "self": "self", "next": "next-token"}
 N_SEQUENCES = 3
 #: the query control's last value: every query's lines
 ALL = "all"
@@ -90,6 +94,7 @@ def trained_head_state(head, sequence, query):
     query shown (0..15) or ``ALL`` for every query's lines."""
     inputs, weights, patterns = recorded()
     layer, h, pattern, score = head_names()[head]
+    words = PATTERN_WORDS[pattern]
     w = weights[layer, sequence, h]  # (L, L)
     tokens = _tokens(sequence)
     L = len(tokens)
@@ -104,18 +109,19 @@ def trained_head_state(head, sequence, query):
     if query == ALL:
         here = float(_tasks.pattern_score(w[None, None], target[None])[0])
         readout = (f"{name}, every query's lines: {here:.2f} of its weight where the "
-                   f"{pattern} pattern points on this sequence ({score:.2f} over 256 sequences)")
+                   f"{words} pattern points on this sequence ({score:.2f} over 256 sequences)")
         return {"views": {"lines": view, "row": None}, "readout": readout + ".", "state": state}
     i = query
     row = w[i]
     top = int(row.argmax())
     keys = target[i].nonzero().flatten().tolist()
-    where = (f"the {pattern} pattern points at key {', '.join(tokens[j] for j in keys)}"
-             if keys else f"the {pattern} pattern points nowhere for this query")
+    where = (f"the {words} pattern points at key{'s' if len(keys) > 1 else ''} "
+             f"{', '.join(tokens[j] for j in keys)}"
+             if keys else f"the {words} pattern points nowhere for this query")
     readout = (f"{name}, query {tokens[i]}: {float(row[top]):.2f} of its weight on key "
                f"{tokens[top]}; {where}.")
     row_view = bars(row, tokens, highlight=keys, x_label="key",
-                    caption=f"Query {tokens[i]}'s weights (accent: the {pattern} key)")
+                    caption=f"Query {tokens[i]}'s weights (accent: the {words} key)")
     return {"views": {"lines": view, "row": row_view}, "readout": readout, "state": state}
 
 

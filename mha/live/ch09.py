@@ -9,11 +9,14 @@ gate is 0, through ``mha.head_gates``) and by the gradient score of Michel et al
 ``mha.head_gates`` holds the removed heads' gates at 0.
 
 The page offers, and lists exactly, every subset its controls reach: an order (least important
-first by ablation or by the gradient score, most important first, or a random order), how many
-heads of that order are taken (0 to 16), and whether the two heads whose removal costs most are
-put back (then the heads removed are the order's first k less those two). A job's bar, and the
-mean's, is accented when it is below 99% of the full model's (``KEEP``). 4 x 17 x 2 = 136 settings; the accuracy of each is computed when the figure is
-made (a fraction of a second on a CPU).
+first by ablation or by the gradient score, most important first, or a random order), how far
+along it heads are removed (up to place 0 to 16: the step control counts places in the order,
+not heads removed), and whether the two heads whose removal costs most are kept (then the heads
+removed are those at places 1 to k less those two). Accuracies are drawn and written in percent;
+a job's bar, and the mean's, is accented when it is below 99% of the full model's (``KEEP``),
+which is the 99.0% that the bars' numbers are compared with (the full model gets every job
+right). 4 x 17 x 2 = 136 settings; the accuracy of each is computed when the figure is made (a
+fraction of a second on a CPU).
 """
 
 from functools import lru_cache
@@ -25,7 +28,7 @@ from .. import tiny as _tiny
 from .. import train as _train
 from .._threads import one_thread
 from ..importance import attention_layers, head_gates, head_importance
-from .figure import Figure, View, bars, heatmap, plot, select, slider, toggle
+from .figure import Figure, View, bars, heatmap, plot, select, steps, toggle
 
 __all__ = ["ORDERS", "accuracy_with", "head_scores", "head_subsets", "head_switches", "order_of"]
 
@@ -133,6 +136,43 @@ def _mean(removed):
     return float(accuracy_with(tuple(sorted(removed))).mean())
 
 
+def _places(places):
+    """Places in the order as words: "place 3", "places 1 and 2", "places 1-7"."""
+    if len(places) == 1:
+        return f"place {places[0]}"
+    if len(places) == 2:
+        return f"places {places[0]} and {places[1]}"
+    return f"places {places[0]}\u2013{places[-1]}"
+
+
+def _heads(n):
+    return f"{n} head{'' if n == 1 else 's'}"
+
+
+def _which(order, removed, spare):
+    """What a setting removes, in words: the places passed, less the essential heads kept."""
+    places = order_of(order)
+    if removed == 0:
+        return "nothing removed yet"
+    gone = removed_heads(order, removed, spare)
+    passed = _places(list(range(1, removed + 1)))
+    text = f"up to place {removed}: {len(gone)} of 16 heads removed ("
+    if not spare:
+        return text + passed + ")"
+    kept = sorted(places.index(lh) + 1 for lh in essential())
+    reached = [k for k in kept if k <= removed]
+    which = "the 2 essential heads" if len(reached) == 2 else "the essential head"
+    if not reached:
+        return text + f"{passed}; the 2 essential heads, at {_places(kept)}, not reached yet)"
+    if not gone:
+        return text + f"{passed}: {which}, kept)"
+    return text + f"{passed}, less {which} at {_places(reached)}, kept)"
+
+
+def _pct(x):
+    return f"{100 * x:.1f}%"
+
+
 def heads_state(order, removed, spare):
     ablation, _ = head_scores()
     layers, H = ablation.shape
@@ -145,37 +185,37 @@ def heads_state(order, removed, spare):
         place[lh] = rank + 1
     for lh in gone:
         place[lh] = float("nan")
-    marks = [(0, layer, h) for layer, h in essential()] if spare else []
+    # the essential heads are outlined at every setting: the grid's legend never changes
+    marks = [(0, layer, h) for layer, h in essential()]
     jobs = list(task.jobs)
     values = acc.tolist() + [float(acc.mean())]
     fulls = full.tolist() + [float(full.mean())]
     broken = [k for k, (a, f) in enumerate(zip(values, fulls)) if a < KEEP * f]
     n = len(order_of(order))
-    curves = {"along the order": [_mean(removed_heads(order, k, False))
+    curves = {"essential removed too": [100 * _mean(removed_heads(order, k, False))
                                           for k in range(n + 1)],
-              "essential 2 put back": [_mean(removed_heads(order, k, True))
-                                                      for k in range(n + 1)]}
-    spared = " and ".join(f"layer {layer} head {h}" for layer, h in essential())
-    readout = (f"Order {ORDER_LABELS[order]}: the first {removed} heads of the order, "
-               + (f"{len(gone)} of 16 removed ({spared} put back)" if removed > len(gone)
-                  else f"{len(gone)} of 16 removed")
-               + "; held-out accuracy " + ", ".join(f"{j} {a:.2f}" for j, a in zip(jobs, acc))
-               + f"; mean {values[-1]:.3f}, "
+              "essential kept": [100 * _mean(removed_heads(order, k, True))
+                                       for k in range(n + 1)]}
+    readout = (f"{ORDER_LABELS[order].capitalize()}, {_which(order, removed, spare)}; "
+               "held-out accuracy "
+               + ", ".join(f"{j} {_pct(a)}" for j, a in zip(jobs, acc))
+               + f"; mean {_pct(values[-1])}, "
                + ("below" if len(values) - 1 in broken else "not below")
-               + f" 99% of the full model's {fulls[-1]:.3f}.")
+               + f" 99% of the full model's {_pct(fulls[-1])}.")
+    kept = 16 - len(gone)
     return {
         "views": {
             "heads": heatmap(place[None], [f"layer {n}" for n in range(layers)],
                              [f"head {h}" for h in range(H)], vmin=0, vmax=16,
                              marks=marks, label="place in the order",
-                             caption=f"{len(gone)} heads removed, {16 - len(gone)} kept",
-                             axes="crossed: removed; colour: place in the order"
-                                  + ("; outlined: put back" if spare else "")),
-            "accuracy": bars(values, jobs + ["mean"], highlight=broken, x_label="job",
-                             y_label="held-out accuracy",
-                             caption="Accuracy (accent: under 99% of the full model's)"),
-            "curve": plot(list(range(n + 1)), curves, marker=removed, y_min=0.0, y_max=1.1,
-                          x_label="heads of the order removed", y_label="mean accuracy",
+                             caption=f"{_heads(len(gone))} removed, {kept} kept",
+                             axes="crossed out: removed; outlined: the 2 essential"),
+            "accuracy": bars([100 * a for a in values], jobs + ["mean"], highlight=broken,
+                             x_label="job", y_label="held-out accuracy (%)", y_max=100.0,
+                             caption="Accent: under 99% of the full model's"),
+            "curve": plot(list(range(n + 1)), curves, marker=removed,
+                          marker_series=[1 if spare else 0], y_min=0.0, y_max=110.0,
+                          x_label=PLACE_LABEL, y_label="mean accuracy (%)",
                           caption=f"Pruning curve, order: {ORDER_LABELS[order]}"),
         },
         "readout": readout,
@@ -184,18 +224,25 @@ def heads_state(order, removed, spare):
     }
 
 
+#: the step control's label, and the curve's x-axis: it counts places in the order
+PLACE_LABEL = "remove up to place"
+
+
 def head_switches(order="ablation", removed=0, spare=False):
-    """Chapter 09's figure: remove heads of the 16-head model along an order, put the two
-    essential ones back, read the accuracy."""
+    """Chapter 09's figure: remove heads of the 16-head model along an order (up to a place in
+    it), keep the two essential ones if asked, read the accuracy."""
     return Figure(
         name="head-switches",
         title="Switch heads off and read the accuracy",
         controls=[select("order", "order of removal", list(ORDERS), order,
                          labels=[ORDER_LABELS[o] for o in ORDERS]),
-                  slider("removed", "heads of the order removed", list(range(17)), removed),
-                  toggle("spare", "put back the 2 essential heads", spare)],
+                  steps("removed", PLACE_LABEL, 17, removed,
+                        labels=["none"] + [str(k) for k in range(1, 17)]),
+                  toggle("spare", "keep the 2 essential heads", spare)],
         views=[View("heads", "heatmap"), View("accuracy", "bars"), View("curve", "plot")],
         state_fn=heads_state,
-        alt="The 16 heads of chapter 09's model as a 2 by 8 grid, removed heads crossed out; "
-            "bars of the held-out accuracy of each job with those heads removed; and the "
-            "pruning curve of the chosen order with the current number of heads marked.")
+        alt="The 16 heads of chapter 09's model as a 2 by 8 grid, removed heads crossed out "
+            "and the 2 essential heads outlined; bars of the held-out accuracy of each job, "
+            "in percent, with those heads removed; and the pruning curves of the chosen "
+            "order, removing every head of it or keeping the 2 essential ones, with the "
+            "current setting ringed on the curve the controls select.")

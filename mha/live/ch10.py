@@ -9,10 +9,14 @@
   the table the cache's shape and bytes (``KVCache.nbytes``).
 * ``kv_cache_size()``: a configuration of ``mha.configs.MODELS`` (the chapter's table), a kind of
   attention (MHA: every head has its own keys and values; GQA: 8 key/value heads; MQA: one) and a
-  context length; the bars are the cache of one sequence in GiB for the three kinds
-  (``mha.configs.kv_cache_bytes``, 2 bytes a number, as in the chapter) and the plot its growth
-  with the context, both axes on a log scale (``y_log``: drawn by the front end's log-log plot, charts.js), so
-  growth in proportion to the context is a straight line of slope 1.
+  context length, from 512 tokens up to the model's own context (each state caps the slider
+  there: ``limits``); the bars are the cache of one sequence in MiB for the three kinds, every
+  position kept (``mha.configs.kv_cache_bytes``, 2 bytes a number, as in the chapter; MiB, so
+  that every number is exact), and the plot its growth with the context, both axes on a log
+  scale (``y_log``: drawn by the front end's log-log plot, charts.js), so growth in proportion
+  to the context is a straight line of slope 1. The model as built is drawn too when it
+  differs: its own key/value heads, and for a sliding-window model (Mistral 7B v0.1,
+  ``ModelConfig.window``) a rolling cache that stops growing at the window.
 
 Each ``*_state`` function is the figure's data for one setting of the controls (pure torch); the
 figure lists it for every setting (``mha.live.figure``).
@@ -122,7 +126,8 @@ def decode_steps(step=0, layer=0):
 
 KINDS = ("MHA", "GQA", "MQA")
 GQA_KV_HEADS = 8  # Llama 2 70B, Mistral 7B and Llama 3 8B use 8 key/value heads
-CONTEXTS = (2048, 4096, 8192, 32768, 131072)
+#: the slider's contexts; each model is offered those up to its own context (2048 to 8192)
+CONTEXTS = (512, 1024, 2048, 4096, 8192)
 
 
 def kv_heads(config, kind):
@@ -137,53 +142,99 @@ def kv_heads(config, kind):
     raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
 
 
-def _gib(config, kind, context):
-    kv = kv_heads(config, kind)
+def _mib(config, kv, positions):
+    """The cache of ``positions`` cached positions with ``kv`` key/value heads, in MiB (NaN,
+    drawn as no bar, when ``kv`` is None)."""
     if kv is None:
-        return float("nan")  # drawn as no bar
-    return kv_cache_bytes(config.num_layers, kv, config.d_head, context) / 2**30
+        return float("nan")
+    return kv_cache_bytes(config.num_layers, kv, config.d_head, positions) / 2**20
+
+
+def built_mib(config, context):
+    """The model as built: its own key/value heads, and at most ``window`` positions cached."""
+    return _mib(config, config.num_kv_heads, config.cached_positions(context))
+
+
+def mib_text(x):
+    """MiB as the readout writes them, exact (whole numbers here) with thousands separators,
+    and in GiB too (the chapter's table) when that is 1 or more and exact in three decimals."""
+    text = f"{x:,.0f} MiB" if x == int(x) else f"{x:,.3f} MiB"
+    if x >= 1024 and x % 128 == 0:
+        text += " (" + f"{x / 1024:,.3f}".rstrip("0").rstrip(".") + " GiB)"
+    return text
+
+
+def _heads(n):
+    return f"{n} key/value head{'s' if n != 1 else ''}"
 
 
 def size_state(model, kind, context):
     c = MODELS[model]
-    sizes = [_gib(c, k, context) for k in KINDS]
-    own = [kv_cache_bytes(c.num_layers, c.num_kv_heads, c.d_head, n) / 2**30 for n in CONTEXTS]
-    top = max(s for s in sizes if s == s)  # NaN != NaN
+    contexts = [n for n in CONTEXTS if n <= c.context]
+    context = min(context, contexts[-1])  # past the model's context: the slider stops there
     kv = kv_heads(c, kind)
+    sizes = [_mib(c, kv_heads(c, k), context) for k in KINDS]
+    top = max(s for s in sizes if s == s)  # NaN != NaN
     labels = [f"{k} {kv_heads(c, k) or '-'}" for k in KINDS]
-    curves = {f"{kind} {kv}" if kv else f"{kind}: none": [_gib(c, kind, n) for n in CONTEXTS],
-              f"as built: {c.attention} {c.num_kv_heads}": own}
-    growth = plot([n // 1024 for n in CONTEXTS], curves, x_log=True,
-                  marker=CONTEXTS.index(context),
-                  x_label="context (K = 1,024 tokens), log scale",
-                  y_label="GiB, log scale",
-                  caption=f"{model}: cache against context, log-log (proportional: slope 1)")
+    built = f"as built: {c.attention} {c.num_kv_heads}" + (
+        f", window {c.window:,}" if c.window else "")
+    same = kv == c.num_kv_heads and not c.window
+    curves = {}
+    if kv is not None:
+        label = f"{kind} {kv}" + (" = as built" if same else ", all kept" if c.window else "")
+        curves[label] = [
+            _mib(c, kv, n) for n in contexts]
+    if not same:
+        curves[built] = [built_mib(c, n) for n in contexts]
+    growth = plot(contexts, curves, x_log=True, marker=contexts.index(context),
+                  marker_series=[0] if kv is not None else [],
+                  x_label="context (tokens), log scale", y_label="MiB, log scale",
+                  caption=f"{model}: cache against context")
     growth["y_log"] = True  # both axes log2-spaced: the front end's log-log plot
+    own = "its full context" if context == c.context else f"its context is {c.context:,}"
+    as_built = built_mib(c, context)
+    if c.window and context > c.window:
+        built_text = (f"As built ({c.attention}, {_heads(c.num_kv_heads)}), its sliding "
+                      f"window of {c.window:,} positions caps the cache at {c.window:,} "
+                      f"positions: {mib_text(as_built)}.")
+    elif c.window:
+        built_text = (f"As built ({c.attention}, {_heads(c.num_kv_heads)}; its sliding window "
+                      f"of {c.window:,} positions holds all {context:,}): {mib_text(as_built)}.")
+    else:
+        built_text = (f"As built ({c.attention}, {_heads(c.num_kv_heads)}): "
+                      f"{mib_text(as_built)}.")
     if kv is None:
         readout = (f"{model} has {c.num_heads} query heads, which 8 key/value heads cannot "
-                   f"share equally; as built it uses {c.attention} with {c.num_kv_heads}.")
+                   f"share equally: no GQA bar. {built_text}")
     else:
         per_token = kv_cache_bytes(c.num_layers, kv, c.d_head)
-        heads = f"{kv} key/value head{'s' if kv > 1 else ''}"
-        readout = (f"{model} with {kind} ({heads} of {c.num_heads}): "
+        readout = (f"{model} with {kind} ({_heads(kv)} of {c.num_heads}): "
                    f"2 x {c.num_layers} layers x {kv} x d_head {c.d_head} x 2 bytes = "
-                   f"{per_token / 2**10:,.0f} KiB per token, {sizes[KINDS.index(kind)]:,.3g} "
-                   f"GiB for one sequence of {context:,} tokens (as built: {c.attention}, "
-                   f"{c.num_kv_heads} key/value head{'s' if c.num_kv_heads > 1 else ''}).")
+                   f"{per_token / 2**10:,.0f} KiB per token; {context:,} tokens ({own}) x "
+                   f"{per_token / 2**10:,.0f} KiB = {mib_text(sizes[KINDS.index(kind)])} "
+                   f"for one sequence, every position kept. {built_text}")
     return {
         "views": {
             "sizes": bars(sizes, labels, highlight=[KINDS.index(kind)],
-                          y_max=round(top * 1.15, 4), y_label="GiB", x_label="kv heads",
-                          caption=f"Cache, {context // 1024}K tokens"),
+                          y_max=round(top * 1.15, 4), y_label="MiB", x_label="kv heads",
+                          null_label="n/a",
+                          caption=f"Cache of {context:,} tokens, all kept"),
             "growth": growth},
         "readout": readout,
+        # the context slider stops at this model's context (a limit the front end applies)
+        "limits": {"context": {"max": CONTEXTS.index(contexts[-1])}},
         "state": {"model": model, "kind": kind, "context": context,
-                  "gib": None if kv is None else sizes[KINDS.index(kind)]},
+                  "mib": None if kv is None else sizes[KINDS.index(kind)],
+                  "built_mib": as_built},
     }
 
 
 def kv_cache_size(model="Llama 2 70B", kind="GQA", context=4096):
-    """Chapter 10: a real model's KV cache for MHA, GQA and MQA at a chosen context."""
+    """Chapter 10: a real model's KV cache for MHA, GQA and MQA at a chosen context, up to the
+    model's own."""
+    if context > MODELS[model].context:
+        raise ValueError(f"context must be at most {model}'s {MODELS[model].context:,}; "
+                         f"got {context!r}")
     return Figure(
         name="kv-cache-size", title="The KV cache of a real model: MHA, GQA, MQA",
         controls=[select("model", "model", list(MODELS), model),
@@ -193,7 +244,9 @@ def kv_cache_size(model="Llama 2 70B", kind="GQA", context=4096):
                          labels=[f"{n:,}" for n in CONTEXTS])],
         views=[View("sizes", "bars"), View("growth", "plot")],
         state_fn=size_state,
-        alt="Bars: the key/value cache of one sequence in GiB for the chosen model with "
-            "multi-head, grouped-query (8) and multi-query attention; a line plot of the cache "
-            "against the context length with both axes on a log scale, where a cache that "
-            "grows in proportion to the context is a straight line of slope 1.")
+        alt="Bars: the key/value cache of one sequence in MiB for the chosen model with "
+            "multi-head, grouped-query (8) and multi-query attention, every position kept; a "
+            "line plot of the cache against the context length, up to the model's own, with "
+            "both axes on a log scale, where a cache that grows in proportion to the context "
+            "is a straight line of slope 1, and the model as built when it differs (Mistral "
+            "7B's sliding window stops its cache growing at 4,096 positions).")

@@ -95,9 +95,11 @@ def rope_state(m, n):
               for j in range(D_HEAD // 2)]
     d = m - n
     share = pair_contributions(m, n)
-    rows = [[f"pair {j}", f"{float(theta[j]):g}", angle(m * float(theta[j])),
+    # the shares and their sum as text with three decimals, as the caption and the readout
+    # write the score (a number would be shown with two: "0.61" under "sum 0.615")
+    rows = [[str(j), f"{float(theta[j]):g}", angle(m * float(theta[j])),
              angle(n * float(theta[j])), angle(d * float(theta[j])),
-             round(float(share[j]), 4)] for j in range(D_HEAD // 2)]
+             f"{float(share[j]):.3f}"] for j in range(D_HEAD // 2)]
     s = float(share.sum())
     lim = _limit()
     curves = {"key at 0, query at d": list(_curve(0)),
@@ -107,15 +109,15 @@ def rope_state(m, n):
             "pairs": arrows(panels, [f"q at m = {m}", f"k at n = {n}", "q at 0"], radius=radius,
                             caption=f"The four pairs of q (at m = {m}) and k (at n = {n})"),
             "shares": table(["pair", "\u03b8 (rad/pos)", "m\u03b8", "n\u03b8",
-                             "(m\u2212n)\u03b8", "share of q\u00b7k"],
-                            rows + [["sum", "", "", "", "", round(s, 4)]],
+                             "(m\u2212n)\u03b8", "share"],
+                            rows + [["sum", "", "", "", "", f"{s:.3f}"]],
                             caption=f"Each pair's share of the score (sum {s:.3f})"),
             "score": plot(DISTANCES, curves, marker=DISTANCES.index(d), y_min=-lim, y_max=lim,
                           x_label="distance d = m \u2212 n (query minus key)",
                           y_label="score q\u00b7k",
                           caption="The score against the distance (the two curves coincide)")},
         "readout": (f"m = {m}, n = {n}: distance {d}; the score q\u00b7k is {s:.3f}, the same "
-                    f"for every pair of positions {d} apart ({at_origin(d)}: "
+                    f"for every query and key with m \u2212 n = {d} ({at_origin(d)}: "
                     f"{score(max(d, 0), max(-d, 0)):.3f})."),
         "state": {"m": m, "n": n, "score": s},
     }

@@ -4,9 +4,9 @@
 draws), scores q . k / sqrt(16). The keys are folded in blocks of ``block_size`` with
 ``mha.online_softmax_step``, exactly as ``mha.blockwise_attention`` does; the step control walks
 through the blocks. The bars are the weights exp(s_j - m) / ℓ of the keys seen so far (the
-current block highlighted), the plots the running maximum m and running sum ℓ after each block,
-and the running output acc / ℓ against the full softmax's output: after the last block they are
-equal, for every block size.
+current block highlighted; a key not yet folded in has no bar and reads "not yet", not 0), the
+plots the running maximum m and running sum ℓ after each block, and the running output acc / ℓ
+against the full softmax's output: after the last block they are equal, for every block size.
 
 Each ``*_state`` function is the figure's data for one setting of the controls (pure torch); the
 figure lists it for every setting (``mha.live.figure``).
@@ -23,8 +23,9 @@ from .figure import Figure, View, bars, plot, slider, steps, table
 __all__ = ["BLOCK_SIZES", "N_KEYS", "fold", "online_softmax", "online_state", "problem"]
 
 N_KEYS, D_K = 12, 16
-#: the rescale's entry on the first block: there is no old maximum to rescale from
-FIRST_RESCALE = "\u2014 (first block, m_old = \u2212\u221e)"
+#: the rescale's entry on the first block: there is no old maximum to rescale from (the readout
+#: says why: m_old = -inf); short, so that the table keeps its width from block to block
+FIRST_RESCALE = "\u2014"
 BLOCK_SIZES = (1, 2, 3, 4, 6, 12)
 
 
@@ -52,6 +53,13 @@ def fold(block_size):
     return after
 
 
+def _keys(current):
+    """The keys of a block in words: "key 4" or "keys 3..5"."""
+    if len(current) == 1:
+        return f"key {current[0]}"
+    return f"keys {current[0]}..{current[-1]}"
+
+
 def online_state(block_size, block):
     q, k, v, s = problem()
     after = fold(block_size)
@@ -61,7 +69,9 @@ def online_state(block_size, block):
     seen = (b + 1) * block_size
     full = float(torch.softmax(s, -1) @ v)
     blockwise = float(blockwise_attention(q, k, v, block_size=block_size))
-    weights = [math.exp(float(s[0, j]) - m) / ell if j < seen else 0.0 for j in range(N_KEYS)]
+    # a key the online softmax has not reached has no weight yet (NaN, drawn "not yet"), not 0
+    weights = [math.exp(float(s[0, j]) - m) / ell if j < seen else math.nan
+               for j in range(N_KEYS)]
     current = list(range(b * block_size, seen))
     m_old = float(after[b - 1][0]) if b else -math.inf
     rescale = math.exp(m_old - m)
@@ -76,29 +86,36 @@ def online_state(block_size, block):
     maxes = [float(a[0]) for a in after]
     sums = [float(a[1]) for a in after]
     outs = [float(a[2].reshape(-1)[0] / a[1]) for a in after]
-    rows = [["keys in this block", f"{current[0]}..{current[-1]}"],
-            ["their largest score", round(float(s[0, current].max()), 4)],
-            ["running max m", round(m, 4)],
-            ["rescale exp(m_old \u2212 m)",
-             round(rescale, 4) if b else FIRST_RESCALE],
-            ["running sum \u2113", round(ell, 4)], ["acc", round(acc, 4)],
-            ["output acc / \u2113", round(acc / ell, 4)],
-            ["full softmax output", round(full, 4)]]
+    keys = _keys(current)
+    # numbers as text with four decimals, as the readout writes the rescale and the output (a
+    # number would be shown with two)
+    rows = [["keys in this block", keys.split(" ", 1)[1]],
+            ["their largest score", f"{float(s[0, current].max()):.4f}"],
+            ["running max m", f"{m:.4f}"],
+            ["rescale exp(m_old \u2212 m)", f"{rescale:.4f}" if b else FIRST_RESCALE],
+            ["running sum \u2113", f"{ell:.4f}"], ["acc", f"{acc:.4f}"],
+            ["output acc / \u2113", f"{acc / ell:.4f}"],
+            ["full softmax output", f"{full:.4f}"]]
     done = b == n - 1
-    tail = (f" All {n} blocks are folded in: acc / \u2113 = {acc / ell:.4f} equals the full "
+    folded = f"All {n} blocks are" if n > 1 else "The one block is"
+    left = N_KEYS - seen
+    tail = (f" {folded} folded in: acc / \u2113 = {acc / ell:.4f} equals the full "
             f"softmax's {full:.4f}." if done else
-            f" Still to come: {N_KEYS - seen} keys; the full softmax gives {full:.4f}.")
-    past = (f" (block size {block_size} has {n} blocks; showing the last)" if block >= n
-            else "")
+            f" Still to come: {left} key{'s' if left > 1 else ''}; the full softmax gives "
+            f"{full:.4f}.")
+    past = (f" (block size {block_size} has {n} block{'s' if n > 1 else ''}; showing the last)"
+            if block >= n else "")
     raised = ("the maximum rose, so the old sums were multiplied by "
               f"{rescale:.4f}" if 0 < rescale < 1 else
-              "the first block sets the maximum" if b == 0 else
+              "the first block sets the maximum (m_old = \u2212\u221e: nothing to rescale)"
+              if b == 0 else
               "the maximum did not change (rescale 1)")
     return {
         "views": {
             "weights": bars(weights, [f"k{j}" for j in range(N_KEYS)], highlight=current,
+                            null_label="not yet",
                             caption=f"Block {b + 1} of {n}: exp(s \u2212 m) / \u2113 over the "
-                                    f"{seen} keys seen"),
+                                    + (f"{seen} keys seen" if seen > 1 else "1 key seen")),
             "running": plot(steps_x, {"running max m": maxes, "running sum \u2113": sums},
                             marker=b, x_label="blocks folded in", **room(maxes, sums),
                             y_label="value", caption="Running max and running sum"),
@@ -108,8 +125,8 @@ def online_state(block_size, block):
                            **room(outs, [full]),
                            caption="Running output against the full softmax"),
             "numbers": table(["after block " + str(b + 1), "value"], rows)},
-        "readout": (f"Block size {block_size}, block {b + 1} of {n}{past}: keys "
-                    f"{current[0]}..{current[-1]}; {raised}; m = {m:.3f}, \u2113 = {ell:.3f}, "
+        "readout": (f"Block size {block_size}, block {b + 1} of {n}{past}: {keys}; {raised}; "
+                    f"m = {m:.3f}, \u2113 = {ell:.3f}, "
                     f"output {acc / ell:.4f}.{tail}"),
         # the block slider runs to this block size's last block; a new block size starts at 0
         "limits": {"block": {"max": n - 1, "reset": "block_size"}},

@@ -2,9 +2,11 @@
 
 Without a build: the figure alone in a blank page; every control moved from the keyboard changes
 the picture, and the accuracies drawn equal those of the model with those heads masked by its
-own ``head_mask`` (computed here by hand, to 1e-3), the grid crosses out exactly the removed
-heads; axe-core finds nothing in light or dark mode; at 390 x 844 with touch a tap redraws and
-nothing is wider than the screen. On the built book: the same on chapter 09's page, offline.
+own ``head_mask`` (computed here by hand, to 1e-3, in percent), the grid crosses out exactly the
+removed heads, the step buttons move one place along the order, and no control moves a view
+(the "keep" toggle once pushed the bars below the grid); axe-core finds nothing in light or dark
+mode; at 390 x 844 with touch a tap redraws and nothing is wider than the screen. On the built
+book: the same on chapter 09's page, offline.
 """
 
 from urllib.parse import urlparse
@@ -42,7 +44,7 @@ def reference(removed):
         pred = model(held_out.inputs, head_mask=mask).argmax(-1)  # (B, L, K)
     labelled = held_out.targets != IGNORE
     acc = ((pred == held_out.targets) & labelled).sum((0, 1)) / labelled.sum((0, 1))
-    return acc.tolist() + [acc.mean().item()]
+    return [100 * a for a in acc.tolist() + [acc.mean().item()]]  # drawn in percent
 
 
 def check(root):
@@ -54,10 +56,14 @@ def check(root):
     grid = drawn(root, "heads")[0]
     crossed = sorted((n, h) for n in range(2) for h in range(8) if grid[n][h] is None)
     assert crossed == sorted(gone)
-    # the slider counts the heads of the order (the curve's x-axis); the readout says both
-    assert f"the first {v['removed']} heads of the order, {len(gone)} of 16 removed" \
-        in readout(root), readout(root)
-    assert root.locator('label[for$="-removed"]').text_content() == "heads of the order removed"
+    # the step control counts places in the order (the curve's x-axis); the readout says
+    # both the place and how many heads are removed
+    if v["removed"]:
+        assert f"up to place {v['removed']}: {len(gone)} of 16 heads removed" \
+            in readout(root), readout(root)
+    else:
+        assert "nothing removed yet" in readout(root)
+    assert root.locator('label[for$="-removed"]').text_content() == "remove up to place"
     return v
 
 
@@ -85,8 +91,33 @@ def test_head_switches_draw_the_masked_models_accuracy(page):
     root.locator('[data-knob="removed"]').fill("1")
     v = check(root)
     assert v["order"] == "reverse" and v["accuracy"][-1] < 0.9
+    # the step buttons move one place at a time
+    before = root.get_attribute("data-draws")
+    root.get_by_role("button", name="remove up to place: next step").click()
+    page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                           arg=[root.element_handle(), before], timeout=5_000)
+    assert check(root)["removed"] == 2
     print(f"\nchapter 09 head switches, key press to picture (no build): {timing(times)}; "
           f"redraw {timing(DRAW_MS[-len(times):])}")
+    assert not page.errors, page.errors
+
+
+def boxes(root):
+    return [root.locator(f'canvas[data-view="{v}"]').bounding_box()
+            for v in ("heads", "accuracy", "curve")]
+
+
+def test_the_toggle_does_not_move_the_views(page):
+    """Ticking "keep the 2 essential heads" once lengthened the grid's legend, and the bars
+    jumped below the grid at 1280 px: every view stays where it is, whatever the settings."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    root = show(page, ch09.head_switches(order="ablation", removed=10))
+    where = boxes(root)
+    assert where[1]["y"] == where[0]["y"] == where[2]["y"]  # one row at 1280 px
+    for knob, key in (("spare", "Space"), ("removed", "End"), ("order", "ArrowDown"),
+                      ("spare", "Space")):
+        press(page, root, knob, key)
+        assert boxes(root) == where, (knob, key)
     assert not page.errors, page.errors
 
 

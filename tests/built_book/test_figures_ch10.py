@@ -3,8 +3,8 @@
 Without a build: each figure alone in a blank page; the step control (slider keys and the "next"
 button), the layer picker, the model, attention and context controls each change the picture
 from the keyboard, and the numbers drawn equal the package's (the new query's weights equal row t
-of a full teacher-forced pass, the sizes equal ``mha.configs.kv_cache_bytes``) to 1e-3;
-axe-core finds nothing in light and dark mode; at 390 x 844 with touch a tap redraws and nothing
+of a full teacher-forced pass, the sizes equal ``mha.configs.kv_cache_bytes``, in MiB) to 1e-3,
+and the context slider stops at each model's own context; axe-core finds nothing in light and dark mode; at 390 x 844 with touch a tap redraws and nothing
 is wider than the screen. On the built book: the same on chapter 10's page.
 """
 
@@ -60,9 +60,13 @@ def check_decode(root, full_weights):
 def check_size(root):
     v = values(root)
     c = MODELS[v["model"]]
-    want = [kv_cache_bytes(c.num_layers, kv, c.d_head, v["context"]) / 2**30 if kv else None
-            for kv in (c.num_heads, 8 if c.num_heads % 8 == 0 else None, 1)]
+    want = [kv_cache_bytes(c.num_layers, kv, c.d_head, v["context"]) / 2**20 if kv else None
+            for kv in (c.num_heads, 8 if c.num_heads % 8 == 0 else None, 1)]  # MiB
     assert same(drawn(root, "sizes"), want), v
+    # the slider offers this model's contexts only, up to the one the chapter's table gives
+    slider = root.locator('[data-knob="context"]')
+    assert int(slider.get_attribute("max")) == ch10.CONTEXTS.index(c.context), v
+    assert v["context"] <= c.context
     # the growth plot: both axes on a log scale, the package's numbers (a straight line of
     # slope 1 for a cache in proportion to the context)
     growth = ch10.size_state(v["model"], v["kind"], v["context"])["views"]["growth"]
@@ -90,8 +94,9 @@ def move_decode(page, root, full_weights):
 
 def move_size(page, root):
     times = []
-    for knob, key in (("kind", "ArrowUp"), ("context", "ArrowRight"), ("model", "Home"),
-                      ("kind", "ArrowDown"), ("context", "End"), ("model", "End")):
+    for knob, key in (("kind", "ArrowUp"), ("context", "ArrowLeft"), ("model", "Home"),
+                      ("context", "Home"), ("kind", "ArrowDown"), ("context", "End"),
+                      ("model", "End")):
         before = drawn(root, "sizes") + drawn(root, "growth")
         times.append(press(page, root, knob, key))
         assert drawn(root, "sizes") + drawn(root, "growth") != before, f"{knob} {key}"
@@ -110,7 +115,7 @@ def test_decode_steps_draws_what_the_package_computes(page, full_weights):
 def test_kv_cache_size_draws_kv_cache_bytes(page):
     root = show(page, ch10.kv_cache_size())
     v = check_size(root)
-    assert v["gib"] == 1.25 and drawn(root, "sizes")[:2] == [10, 1.25]  # the chapter's 70B
+    assert v["mib"] == 1280 and drawn(root, "sizes")[:2] == [10240, 1280]  # the chapter's 70B
     times = move_size(page, root)
     # Falcon-7B's 71 heads: no GQA bar, and the readout says why
     root.locator('[data-knob="model"]').select_option(str(list(MODELS).index("Falcon-7B")))
@@ -118,7 +123,27 @@ def test_kv_cache_size_draws_kv_cache_bytes(page):
     check_size(root)
     assert drawn(root, "sizes")[1] is None and "cannot" in readout(root)
     print(f"\nchapter 10 cache size, key press to picture (no build): {timing(times)}; "
-          f"redraw {timing(DRAW_MS[-6:])}")
+          f"redraw {timing(DRAW_MS[-len(times):])}")
+
+
+def test_the_context_slider_stops_at_each_models_context(page):
+    """Mistral 7B at the end of its slider (8,192), then GPT-3 175B: the slider's end moves to
+    2,048 and the value with it; back to Mistral, the end is 8,192 again."""
+    root = show(page, ch10.kv_cache_size(model="Mistral 7B", context=8192))
+    assert values(root)["built_mib"] == 512  # the sliding window: 4,096 positions kept
+    model = root.locator('[data-knob="model"]')
+    model.select_option(str(list(MODELS).index("GPT-3 175B")))
+    page.wait_for_function("el => JSON.parse(el.dataset.state).model === 'GPT-3 175B'",
+                           arg=root.element_handle(), timeout=5_000)
+    assert check_size(root)["context"] == 2048
+    press(page, root, "context", "Home")
+    assert check_size(root)["context"] == 512
+    model.select_option(str(list(MODELS).index("Mistral 7B")))
+    page.wait_for_function("el => JSON.parse(el.dataset.state).model === 'Mistral 7B'",
+                           arg=root.element_handle(), timeout=5_000)
+    press(page, root, "context", "End")
+    assert check_size(root)["context"] == 8192
+    assert not page.errors, page.errors
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])

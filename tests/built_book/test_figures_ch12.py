@@ -18,6 +18,7 @@ from live_figures import (
     DRAW_MS,
     axe_violations,
     drawn,
+    label,
     press,
     readout,
     root_of,
@@ -55,9 +56,11 @@ def check(root):
     after = by_hand(bs)
     m, ell, acc = after[b]
     seen = (b + 1) * bs
-    weights = [math.exp(float(s[0, j]) - m) / ell if j < seen else 0.0
+    weights = [math.exp(float(s[0, j]) - m) / ell if j < seen else None  # None: "not yet"
                for j in range(ch12.N_KEYS)]
     assert same(drawn(root, "weights"), weights), v
+    if seen < ch12.N_KEYS:
+        assert "k11 not yet" in label(root, "weights")
     assert same(drawn(root, "running"), [[a[0] for a in after], [a[1] for a in after]]), v
     q, k, vv, _ = ch12.problem()
     full = float(F.scaled_dot_product_attention(q[None], k[None], vv[None])[0, 0, 0])
@@ -128,9 +131,12 @@ def test_online_softmax_draws_the_online_softmax(page):
     assert root.get_attribute("data-draws") == before and values(root)["block"] == 3
     root.get_by_role("button", name="block: previous step").click()
     assert values(root)["block"] == 2
+    width = root.locator(".mha-table").bounding_box()["width"]
     press(page, root, "block", "Home")
     table = root.locator(".mha-table").inner_text()
-    assert "first block, m_old = \u2212\u221e" in table, table
+    assert "\u2014" in table and "m_old = \u2212\u221e" in readout(root), table
+    # the table keeps its width from the first block to the next (it once jumped)
+    assert abs(root.locator(".mha-table").bounding_box()["width"] - width) <= 4
     assert "\u2113 = " in readout(root) and " l = " not in readout(root)
     print(f"\nchapter 12 online softmax, key press to picture (no build): {timing(times)}; "
           f"redraw {timing(DRAW_MS[-7:])}")
