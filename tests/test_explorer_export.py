@@ -279,3 +279,7 @@ def test_the_title_gives_L():
                                                              "L = 14, d_model = 64,")
     t = widgets.explore_once(source="letters model: layer 1")
     assert f", L = {len(t.tokens)}, T = " in webview.payload(t)["heads"]["caption"]
+    one = widgets.explore_once(seq_len=6, num_heads=1, num_kv_heads=1)
+    assert webview.payload(one)["heads"]["caption"].startswith("1 head, L = 6,")
+    kv1 = widgets.explore_once(seq_len=6, num_heads=4, num_kv_heads=1)
+    assert webview.payload(kv1)["heads"]["caption"].startswith("4 heads, 1 key/value head, ")

@@ -14,17 +14,32 @@ def figure():
 
 
 def test_every_step_of_the_slider_shows_a_new_label():
-    """Two significant figures: 0.011, 0.012, 0.014, ... not 0.01 three times."""
+    """Two significant figures: 0.010, 0.012, 0.013, ... not 0.01 three times."""
     slider = figure().controls[0]
     assert len(set(slider.labels)) == len(slider.values)
-    assert slider.labels[:3] == ["0.011", "0.012", "0.014"]
+    assert slider.labels[:3] == ["0.010", "0.012", "0.013"]
+
+
+def test_the_slider_is_evenly_spaced_with_its_start_and_1_on_it():
+    """Not "0.28, 0.3, 0.31": each step multiplies T by one ratio, and the starting value and
+    T = 1 (the chapter's bar chart) are exactly among the steps, labelled as the prose says."""
+    for value in (0.3, 1.0, 0.5, 2.0, 0.05):
+        grid = ch01.temperatures(value)
+        ratios = [b / a for a, b in zip(grid, grid[1:])]
+        assert max(ratios) - min(ratios) < 1e-9, value
+        assert 1.1 < ratios[0] < 1.15 and value in grid and 1.0 in grid
+        assert grid[0] < 0.0125 and grid[-1] > 80
+    slider = figure().controls[0]
+    i, one = slider.values.index(0.3), slider.values.index(1.0)
+    assert slider.labels[i - 1:i + 2] == ["0.27", "0.30", "0.34"] and slider.labels[one] == "1.0"
+    assert figure().state()["readout"].startswith("T = 0.30: ")
 
 
 def test_the_readout_never_calls_an_underflowed_zero_small():
     fig = figure()
     grid = fig.controls[0].values
     cold = fig.state(temperature=grid[0])
-    assert cold["state"]["smallest"] == 0.0  # e^(-2 / 0.011) underflows in float32 ...
+    assert cold["state"]["smallest"] == 0.0  # e^(-2 / 0.010) underflows in float32 ...
     assert "underflows to 0 in float32" in cold["readout"]
     assert "never gives exactly 0" not in cold["readout"]
     warm = fig.state(temperature=1.0)  # ... a weight that is not 0 is said to be above 0

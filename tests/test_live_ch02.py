@@ -21,8 +21,26 @@ def test_the_figure_shows_saturation_without_the_scale():
     warm = fig.state(d_k=1024, scaled=True)["views"]["weights"]["values"]
     assert max(cold) > 0.99 and max(warm) < 0.6
     curves = fig.state()["views"]["entropy"]["series"]
-    assert [c["label"] for c in curves] == ["scaled by 1/sqrt(d_k)", "unscaled"]
+    assert [c["label"] for c in curves] == ["scaled by 1/sqrt(d_k)", "unscaled",
+                                            "uniform (log 16)"]
     assert curves[1]["y"][-1] < 0.01 < curves[0]["y"][-1]
+    assert curves[2]["y"] == [round(math.log(16), 5)] * len(ch02.DIMS)  # the title's 2.77
+
+
+def test_the_entropy_plot_rings_only_the_curve_the_box_selects():
+    fig = ch02.dk_softmax()
+    for scaled, ringed in ((False, [1]), (True, [0])):
+        for d_k in (1, 64, 1024):
+            view = fig.state(d_k=d_k, scaled=scaled)["views"]["entropy"]
+            assert view["marker_series"] == ringed
+            assert view["marker"] == ch02.DIMS.index(d_k)
+            assert view["y_max"] > math.log(16)  # the uniform line is inside the plot
+
+
+def test_the_mask_readout_says_when_the_causal_mask_is_on():
+    fig = ch02.mask_builder()
+    assert "causal mask on" in fig.state(causal=True)["readout"]
+    assert "no causal mask" in fig.state(causal=False)["readout"]
 
 
 def test_mask_weights_follow_each_fill():
@@ -45,7 +63,12 @@ def test_mask_builder_lists_every_setting_and_says_which_rows_are_nan():
     fig = ch02.mask_builder()
     assert len(fig.states) == 6 * 6 * 2 * 2 * 4
     s = fig.state(len0=0, fill="-inf")
-    assert "sequence 0: rows 0, 1, 2, 3, 4 may attend to no key, NaN" in s["readout"]
+    assert ("Sequence 0: rows 0, 1, 2, 3, 4 have no key to attend to, so their weights are "
+            "NaN" in s["readout"])
+    assert "no causal mask" in s["readout"] and "crossed cells: NaN" in s["views"]["seq0"]["axes"]
+    one = fig.state(len0=4, pad_queries=True, fill="mha (the package)")["readout"]
+    assert "Sequence 0: row 4 has no key to attend to, so its weights are all zero." in one
+    assert "crossed" not in fig.state(len0=3, len1=5)["views"]["seq0"]["axes"]  # no NaN there
     assert s["views"]["seq0"]["grids"][0][0] == [None] * 5
     assert "Every query" in fig.state(len0=3, len1=5)["readout"]
 
@@ -63,7 +86,7 @@ def test_dk_figure_starts_where_the_chapter_says_and_names_the_orange_bar():
 def test_mask_readout_says_what_a_blocked_row_becomes():
     fig = ch02.mask_builder()
     big = fig.state(len0=0, fill="-1e9 (float32)")["readout"]
-    assert "uniform weights over all 5 keys (every key is blocked for these rows)" in big
+    assert "their weights are uniform over all 5 keys (every key is blocked for them)" in big
     assert "loss" in fig.state(len0=0, fill="-inf")["readout"]
 
 

@@ -72,12 +72,23 @@ def test_the_readouts_average_is_over_the_1000_test_rings():
     left = float(w[:, seats, (seats - 1) % 6].mean())
     s = ch03.shared_vs_separate().state(separate=False)
     assert abs(s["state"]["left"] - left) < 1e-6 and x.shape[0] == 1000
-    assert f"on average over the 1,000 test rings each seat puts {left:.2f}" in s["readout"]
+    assert (f"Over all 1,000 test rings: on average each seat puts {left:.2f}"
+            in s["readout"])
+
+
+def test_the_readout_says_which_number_is_for_the_ring_shown():
+    """|s_ij - s_ji| is the shown ring's; the accuracy is over the 1,000 test rings."""
+    fig = ch03.shared_vs_separate()
+    for ring in range(ch03.N_RINGS):
+        s = fig.state(separate=True, step=2, ring=ring)
+        assert f"On the ring shown (test ring {ring}) the scores are not symmetric" in s["readout"]
+        assert "Over all 1,000 test rings:" in s["readout"]
 
 
 def test_the_lead_in_describes_the_layout_readers_see():
-    """The panels stack at ordinary widths: the lead-in says first / then, not left / right,
-    and says which of the chapter's attempts 'separate' is."""
+    """The lead-in names the panels in order (first / then / last), which holds whether they
+    stack or stand side by side, never where they are, and says which of the chapter's
+    attempts 'separate' is."""
     import json
     from pathlib import Path
 
@@ -85,7 +96,9 @@ def test_the_lead_in_describes_the_layout_readers_see():
     cells = {c.get("id"): "".join(c["source"]) for c in json.loads(nb.read_text())["cells"]}
     lead = cells["live03a1"]
     assert "On the left" not in lead and "On the right" not in lead
-    assert "First (on top" in lead and "attempt 2" in lead
+    for where in ("on top", "wide screen"):
+        assert where not in lead, where
+    assert "First come" in lead and "attempt 2" in lead
     assert "ch03_live_left_shared" in cells["live03a4"]  # a closing paragraph, glued
 
 

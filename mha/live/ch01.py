@@ -1,8 +1,10 @@
 """Chapter 01's live figure: a temperature slider over the weights of one query.
 
 ``temperature_bars(scores, tokens)`` shows softmax(scores / T) as bars for a temperature T on a
-log slider (six steps per doubling, 0.01 to 100 and the starting value, labelled with
-two significant figures); every position of the slider is computed here with ``torch.softmax`` and looked up by the page (``mha.live.figure``).
+log slider: evenly spaced on a log scale (about six steps per doubling) from about 0.01 to about
+100, with the starting value and T = 1 both exactly on it (``temperatures``), each step labelled
+with two significant figures. Every position of the slider is computed here with
+``torch.softmax`` and looked up by the page (``mha.live.figure``).
 """
 
 import math
@@ -11,16 +13,27 @@ import torch
 
 from .figure import Figure, View, bars, slider
 
-__all__ = ["temperature_bars", "temperatures"]
+__all__ = ["temperature_bars", "temperature_label", "temperatures"]
 
 
 def temperatures(value=1.0, lo=-2.0, hi=2.0):
-    """T = 2 ** (k / 6) within [10 ** lo, 10 ** hi], and ``value`` in place of its nearest."""
-    step = math.log10(2) / 6
-    ks = range(math.ceil(lo / step), math.floor(hi / step) + 1)
-    grid = [10 ** (k * step) for k in ks]
-    grid = [t for t in grid if abs(math.log10(t / value)) > step / 4]  # no near-twin of value
-    return sorted({round(t, 10) for t in grid} | {float(value)})
+    """Temperatures evenly spaced on a log scale within [10 ** lo, 10 ** hi] (widened to hold
+    ``value``): T = r ** k for whole k, so each step multiplies T by the same ratio r. The
+    ratio is the one nearest 2 ** (1 / 6) that puts a whole number of steps between 1 and
+    ``value``, so both are exactly on the grid (``value`` = 1 or 0.5: r = 2 ** (1 / 6))."""
+    octaves = math.log2(value)  # 1 -> value, in doublings
+    n = max(1, round(abs(octaves) * 6))  # whole steps between 1 and value
+    step = abs(octaves) / n if octaves else 1 / 6  # log2 of the ratio r
+    low = min(lo * math.log2(10), octaves) - 1e-9
+    high = max(hi * math.log2(10), octaves) + 1e-9
+    at = {0: 1.0, round(octaves / step): float(value)}  # exactly, not 2 ** (k * step)
+    return [at.get(k, 2 ** (k * step))
+            for k in range(math.ceil(low / step), math.floor(high / step) + 1)]
+
+
+def temperature_label(T):
+    """T with two significant figures, trailing zeros kept: 0.010, 0.30, 1.0, 3.0, 11, 97."""
+    return f"{T:.0f}" if T >= 9.95 else f"{T:#.2g}"
 
 
 def temperature_bars(scores, tokens, *, highlight=None, value=1.0,
@@ -50,8 +63,8 @@ def temperature_bars(scores, tokens, *, highlight=None, value=1.0,
         else:
             rest = f"the smallest {smallest:.2g} (above 0: softmax never gives exactly 0)"
         return {"views": {"weights": bars(w, tokens, highlight=marked, x_label="key token",
-                                          caption=caption.replace("{T}", f"{T:.2g}"))},
-                "readout": f"T = {T:.2g}: the largest weight is {float(w[top]):.2f} "
+                                          caption=caption.replace("{T}", temperature_label(T)))},
+                "readout": f"T = {temperature_label(T)}: the largest weight is {float(w[top]):.2f} "
                            f"({tokens[top]}), {rest}; entropy {entropy:.2f} nats "
                            f"(uniform: log {n} = {math.log(n):.2f}).",
                 "state": {"temperature": T, "largest": float(w[top]), "smallest": smallest,
@@ -60,7 +73,7 @@ def temperature_bars(scores, tokens, *, highlight=None, value=1.0,
     grid = temperatures(value)
     return Figure(name="temperature-bars", title="Temperature and one query's weights",
                   controls=[slider("temperature", "temperature T", grid, float(value),
-                                   labels=[f"{t:.2g}" for t in grid])],
+                                   labels=[temperature_label(t) for t in grid])],
                   views=[View("weights", "bars")], state_fn=state,
                   note="<b>Live in this page:</b> the slider shows the softmax of the scores "
                        "above at each temperature, no kernel needed.",

@@ -3,11 +3,14 @@
 * ``dk_softmax()``: one query against 16 keys, entries drawn once from N(0, 1); the slider picks
   how many of their features are used (d_k), the toggle divides the scores by sqrt(d_k) or not.
   The bars are the query's weights (``mha.scaled_dot_product_attention``, ``scale=1`` when the
-  scale is off), the line plot their entropy at every d_k (``mha.tasks.attention_entropy``).
+  scale is off), the line plot their entropy at every d_k (``mha.tasks.attention_entropy``),
+  with and without the scale, and the uniform weights' log 16 for reference; the ring marks the
+  current d_k on the curve the box selects.
 * ``mask_builder()``: two sequences of five tokens, a valid length for each, a causal toggle, a
   toggle that lets padded queries attend nothing, and how blocked scores are filled: -inf,
   -1e9 in float32, -1e9 in float16, or the package. The heatmaps are the weights; a query with no
-  allowed key turns into a row of NaN (crossed cells) under -inf.
+  allowed key turns into a row of NaN (crossed cells) under -inf. The readout says which rows
+  have no key and what they become, and whether the causal mask is on.
 
 Each ``*_state`` function is the figure's data for one setting of the controls (pure torch); the
 figure lists it for every setting (``mha.live.figure``).
@@ -22,7 +25,8 @@ from ..functional import scaled_dot_product_attention
 from ..tasks import attention_entropy
 from .figure import Figure, View, bars, heatmap, plot, select, slider, toggle
 
-__all__ = ["DIMS", "dk_softmax", "dk_state", "mask_builder", "mask_state", "mask_weights"]
+__all__ = ["CURVES", "DIMS", "dk_softmax", "dk_state", "mask_builder", "mask_state",
+           "mask_weights"]
 
 DIMS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 N_KEYS = 16
@@ -49,10 +53,16 @@ def _entropy(w):
     return float(attention_entropy(w.reshape(1, 1, 1, -1))[0])
 
 
+#: the entropy plot's lines: both curves (the box selects one), then the uniform weights'
+CURVES = ("scaled by 1/sqrt(d_k)", "unscaled", "uniform (log 16)")
+
+
 @lru_cache(maxsize=1)
 def _curves():
-    return {label: tuple(_entropy(dk_weights(d, s)) for d in DIMS)
-            for label, s in (("scaled by 1/sqrt(d_k)", True), ("unscaled", False))}
+    curves = {label: tuple(_entropy(dk_weights(d, s)) for d in DIMS)
+              for label, s in zip(CURVES, (True, False))}
+    curves[CURVES[2]] = (math.log(N_KEYS),) * len(DIMS)  # the most an entropy can be
+    return curves
 
 
 def dk_state(d_k, scaled):
@@ -69,13 +79,16 @@ def dk_state(d_k, scaled):
             "weights": bars(w, [f"k{j}" for j in range(N_KEYS)], highlight=[top],
                             caption=f"One query's weights over 16 keys, d_k = {d_k}, {how}",
                             x_label="key (orange: the largest weight)"),
-            "entropy": plot(DIMS, curves, x_log=True, marker=DIMS.index(d_k), y_min=0.0,
-                            y_max=round(math.log(N_KEYS), 4),
-                            caption="Entropy of the query's weights (uniform: log 16 = 2.77)",
+            "entropy": plot(DIMS, curves, x_log=True, marker=DIMS.index(d_k),
+                            marker_series=[0 if scaled else 1],  # the curve the box picks
+                            y_min=0.0, y_max=3.2,
+                            caption=f"Entropy of the query's weights; grey dashes: uniform "
+                                    f"weights, log 16 = {math.log(N_KEYS):.2f}",
                             x_label="d_k (log scale)", y_label="entropy (nats)")},
         "readout": (f"d_k = {d_k}, {how}{same}: the scores spread {spread:.2f} (standard "
-                    f"deviation), the largest weight is {float(w[top]):.2f} (key k{top}), the "
-                    f"entropy {entropy:.2f} nats of at most {math.log(N_KEYS):.2f}."),
+                    f"deviation), the largest weight is {float(w[top]):.2f} (key k{top}) and "
+                    f"the entropy is {entropy:.2f} nats (uniform weights: log 16 = "
+                    f"{math.log(N_KEYS):.2f})."),
         "state": {"d_k": d_k, "scaled": scaled, "spread": spread, "largest": float(w[top]),
                   "entropy": entropy},
     }
@@ -91,7 +104,8 @@ def dk_softmax(d_k=1, scaled=False):
         views=[View("weights", "bars"), View("entropy", "plot")],
         state_fn=dk_state,
         alt="Bars: one query's attention weights over 16 keys, the largest in orange; a line "
-            "plot of their entropy against d_k with and without the scale.")
+            "plot of their entropy against d_k with and without the scale, and a dashed line "
+            "at the uniform weights' entropy, log 16.")
 
 
 # ----------------------------------------------------------------------------- masks
@@ -140,6 +154,16 @@ def _rows(flags):
     return ("row " if len(rows) == 1 else "rows ") + ", ".join(rows) if rows else "no row"
 
 
+def _blocked(b, flags, nan, fill):
+    """What sequence ``b``'s rows with no allowed key (``flags``) become, in one clause."""
+    one = int(flags.sum()) == 1
+    it, its, has = ("it", "its", "has") if one else ("them", "their", "have")
+    what = (f"{its} weights are NaN" if nan else
+            f"{its} weights are uniform over all 5 keys (every key is blocked for {it})"
+            if fill == FILLS[1] else f"{its} weights are all zero")
+    return f"Sequence {b}: {_rows(flags)} {has} no key to attend to, so {what}"
+
+
 @lru_cache(maxsize=None)
 def _sequence_view(b, n, causal, pad_queries, fill):
     """Sequence ``b``'s heatmap at valid_len ``n`` (the sequences do not affect each other)."""
@@ -149,7 +173,8 @@ def _sequence_view(b, n, causal, pad_queries, fill):
     return heatmap(w, tokens, tokens, numbers=True,
                    caption=f"Sequence {b}, valid_len {n}, fill {fill}"
                    + (", causal" if causal else ""),
-                   axes="rows: queries, columns: keys; crossed cells: NaN")
+                   axes="rows: queries, columns: keys"
+                   + ("; crossed cells: NaN" if w.isnan().any() else ""))
 
 
 def mask_state(len0, len1, causal, pad_queries, fill):
@@ -157,18 +182,16 @@ def mask_state(len0, len1, causal, pad_queries, fill):
     allowed = mask_allowed(len0, len1, causal, pad_queries)
     empty = ~allowed.any(-1)  # (2, 5): queries with no allowed key
     nan = w.isnan().any(-1)  # (2, 5)
-    parts = []
-    for b in range(2):
-        if empty[b].any():
-            what = ("NaN (and so is any loss computed from these rows, even times 0)"
-                    if nan[b].any() else
-                    "uniform weights over all 5 keys (every key is blocked for these rows)"
-                    if fill == FILLS[1] else "all zero")
-            parts.append(f"sequence {b}: {_rows(empty[b])} may attend to no key, {what}")
+    parts = [_blocked(b, empty[b], bool(nan[b].any()), fill) for b in range(2)
+             if empty[b].any()]
     note = {FILLS[2]: " (masked_fill(-1e9) raises on float16 scores: -1e9 becomes -inf)"}
-    readout = (f"fill {fill}{note.get(fill, '')}. " +
+    causal_note = (", causal mask on (query i may attend only to keys j <= i)" if causal
+                   else ", no causal mask")
+    readout = (f"Fill {fill}{note.get(fill, '')}{causal_note}. " +
                ("; ".join(parts) + "." if parts
-                else "Every query may attend to at least one key."))
+                else "Every query may attend to at least one key.")
+               + (" Any loss computed from a NaN row is NaN too, even multiplied by 0."
+                  if nan.any() else ""))
     return {"views": {f"seq{b}": _sequence_view(b, n, causal, pad_queries, fill)
                       for b, n in enumerate((len0, len1))},
             "readout": readout}

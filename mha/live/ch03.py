@@ -156,9 +156,9 @@ def ring_state(separate, step, ring):
                                caption=f"Weights, {name}, step {step}",
                                axes="rows: queries, columns: keys; outlined: the target"),
             "loss": _loss_view(step)},
-        "readout": (f"{name} after {step} steps: the scores are "
-                    f"{'symmetric' if asym < 1e-5 else 'not symmetric'} (largest "
-                    f"|s_ij - s_ji| = {asym:.2f}); on average over the 1,000 test rings each "
+        "readout": (f"{name} after {step} steps. On the ring shown (test ring {ring}) the "
+                    f"scores are {'symmetric' if asym < 1e-5 else 'not symmetric'} (largest "
+                    f"|s_ij - s_ji| = {asym:.2f}). Over all 1,000 test rings: on average each "
                     f"seat puts {left:.2f} of its weight on its left neighbour, and the test "
                     f"accuracy is {accuracy:.1%} ({solved} of the {N_SEATS} seats right in over "
                     f"90% of the rings)."),

@@ -65,8 +65,8 @@ def _table(num_heads):
     c = parameter_counts(num_heads)
     h, dh = num_heads, c["d_head"]
     rows = [[f"one head: its query, key and value matrices (3 x 512 x {dh})", c["one_head"]],
-            [f"all {h} head{'s' if h > 1 else ''} ({h} x {c['one_head']:,})",
-             c["all_heads"]],
+            [f"all {h} heads ({h} x {c['one_head']:,})" if h > 1 else
+             f"the 1 head (1 x {c['one_head']:,})", c["all_heads"]],
             ["the output matrix (512 x 512)", c["W_o"]],
             ["whole layer, counted: mha.MultiHeadAttention", c["layer"]],
             ["whole layer, counted: mha.MultiHeadAttentionLoop", c["loop"]],
@@ -81,15 +81,18 @@ def width_state(num_heads, query, x=None, weights=None):
     w = (head_weights(num_heads, x) if weights is None else weights)[:, query]  # (H, 9)
     c = parameter_counts(num_heads)
     top = [int(j) for j in w.argmax(-1)]  # each head's largest weight: its key
+    quoted = [f'"{t}"' for t in TOKENS]  # a token in quotes: "a" is a word, not an article
     if num_heads == 1:
-        tops = f"the one head's largest weight goes to {TOKENS[top[0]]}"
+        tops = f"the one head's largest weight goes to {quoted[top[0]]}"
     elif num_heads <= 4:
-        tops = "; ".join(f"head {i}: {TOKENS[j]}" for i, j in enumerate(top))
+        tops = "; ".join(f"head {i}: {quoted[j]}" for i, j in enumerate(top))
         tops = f"each head's largest weight goes to a key of its own choice ({tops})"
     else:
         keys = sorted(set(top))
-        tops = (f"the {num_heads} heads' largest weights land on {len(keys)} of the 9 keys "
-                f"({', '.join(TOKENS[j] for j in keys)})")
+        where = ("all 9 keys" if len(keys) == len(TOKENS) else
+                 f"{len(keys)} of the 9 keys")
+        tops = (f"the {num_heads} heads' largest weights land on {where} "
+                f"({', '.join(quoted[j] for j in keys)})")
     word = TOKENS[query]
     heads = "head" if num_heads == 1 else "heads"
     return {
@@ -97,14 +100,16 @@ def width_state(num_heads, query, x=None, weights=None):
             "weights": heatmap(w, [f"head {i}" for i in range(num_heads)], TOKENS,
                                numbers=True,
                                caption=f'Query "{word}": {num_heads} {heads} of d_head = '
-                                       f'{c["d_head"]}, one row each',
+                                       f'{c["d_head"]}, ' + ("one row each" if num_heads > 1
+                                                             else "one row"),
                                axes="rows: heads, columns: keys"),
             "counts": _table(num_heads)},
         "readout": (f'{num_heads} {heads} of width {c["d_head"]} (= 512 / {num_heads}): '
                     f'{num_heads} distribution{"s" if num_heads > 1 else ""} for the query '
                     f'"{word}"; {tops}. The weights are random (untrained): the patterns '
-                    f'mean nothing, the count of rows does. The layer still has '
-                    f'{c["layer"]:,} parameters = 4 x 512 x 512.'),
+                    f'mean nothing, the count of rows does. The layer '
+                    f'{"still " if num_heads > 1 else ""}has {c["layer"]:,} parameters = '
+                    f'4 x 512 x 512.'),
         "state": {"num_heads": num_heads, "query": query, "d_head": c["d_head"],
                   "parameters": c["layer"]},
     }

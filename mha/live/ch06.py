@@ -71,34 +71,44 @@ def many_heads_state(h, query, weights):
     word, top = TOKENS[query], int(p_one.argmax())
     agree = int((p_heads.argmax(-1) == top).sum())
     heads = "head" if h == 1 else "heads"
-    rows = [f"1 head (scores / sqrt({D_MODEL}))", f"product of the {h} {heads}",
-            f"mean of the {h} {heads}"]
-    scale = table(["quantity", "1 head", "the 1 head" if h == 1 else f"each of {h} heads"],
+    # short row labels: on a phone they share the column with the grid
+    rows = ["1-head layer", f"product ^ 1/sqrt({h})", "mean"]
+    scale = table(["quantity", "1-head layer",
+                   "h = 1 (the same layer)" if h == 1 else f"each of the {h} heads"],
                   [["d_k of q . k", D_MODEL, d_head],
                    ["scores divided by", f"sqrt({D_MODEL}) = {math.sqrt(D_MODEL):.2f}",
                     f"sqrt({d_head}) = {math.sqrt(d_head):.2f}"],
                    ["distributions per query", 1, h],
                    [f'largest weight in the row of "{word}" (all heads)', float(p_one.max()),
                     float(p_heads.max())]],
-                  caption=f"The scale: sqrt(d_model) for one head, sqrt(d_head) = "
-                          f"sqrt(512 / {h}) for each of {h}")
-    if h == 1:
-        verdict = "with h = 1 the layer is the 1-head layer itself."
+                  caption=("The scale: sqrt(d_model) = sqrt(512) for the 1-head layer; with "
+                           "h = 1, d_head = d_model" if h == 1 else
+                           f"The scale: sqrt(d_model) for the 1-head layer, sqrt(d_head) = "
+                           f"sqrt(512 / {h}) for each of the {h} heads"))
+    if agree == 0:
+        agreeing = f"none of the {h} heads prefers it"
+    elif agree == h:
+        agreeing = "both heads prefer it" if h == 2 else f"all {h} heads prefer it"
     else:
-        verb = "prefers" if agree == 1 else "prefer"
-        verdict = (f"{agree} of the {h} heads {verb} it; the mean of the heads is up to "
-                   f"{gap:.2f} away from the one head, their normalised product equals it.")
+        agreeing = f"{agree} of the {h} heads prefer{'s' if agree == 1 else ''} it"
+    verdict = (f"{agreeing}; the mean of the heads is up to {gap:.2f} away from the one head, "
+               f"their normalised product equals it.")
     return {
         "views": {
             "one": heatmap(torch.stack([p_one, product, mean]), rows, TOKENS, numbers=True,
-                           caption=f'Query "{word}": the 1-head layer, and {h} {heads} '
-                                   f'combined two ways', axes="rows: one distribution each, "
-                                                               "columns: keys"),
+                           caption=(f'Query "{word}": with h = 1, all three rows are the '
+                                    f'1-head layer' if h == 1 else
+                                    f'Query "{word}": the 1-head layer, and the {h} heads '
+                                    f'combined: normalised product, mean'),
+                           axes="rows: one distribution each, columns: keys"),
             "heads": heatmap(p_heads, [f"head {i}" for i in range(h)], TOKENS, numbers=True,
                              caption=f'Query "{word}": {h} {heads} of d_head = {d_head}, '
                                      f'the same matrices', axes="rows: heads, columns: keys"),
             "scale": scale},
-        "readout": (f'{h} {heads} of width {d_head}, scores divided by sqrt({d_head}) = '
+        "readout": (f'1 head of width 512, scores divided by sqrt(512) = 22.63: with h = 1 '
+                    f'the layer is the 1-head layer itself, which puts '
+                    f'{float(p_one[top]):.2f} on "{TOKENS[top]}".' if h == 1 else
+                    f'{h} heads of width {d_head}, scores divided by sqrt({d_head}) = '
                     f'{math.sqrt(d_head):.2f} (one head: sqrt(512) = 22.63): the 1-head layer '
                     f'puts {float(p_one[top]):.2f} on "{TOKENS[top]}"; {verdict}'),
         "state": {"h": h, "query": query, "gap": gap, "agree": agree},

@@ -51,9 +51,11 @@ def _title(config):
     if c.get("source", "random layer") != "random layer":
         return (f"{c['source']} (trained), input sample {c['seed']}, L = {c['seq_len']}, "
                 f"T = {c['temperature']:.3g}")
-    kv = "" if c["num_kv_heads"] == c["num_heads"] else f", {c['num_kv_heads']} key/value heads"
+    H, Hkv = c["num_heads"], c["num_kv_heads"]
+    kv = "" if Hkv == H else f", {Hkv} key/value head{'s' if Hkv > 1 else ''}"
     fn = f"attention_fn = {c['attention_fn']}: " if c.get("attention_fn") else ""
-    return (f"{fn}{c['num_heads']} heads{kv}, L = {c['seq_len']}, d_model = {c['d_model']}, "
+    return (f"{fn}{H} head{'s' if H > 1 else ''}{kv}, L = {c['seq_len']}, "
+            f"d_model = {c['d_model']}, "
             f"T = {c['temperature']:.3g}, mask: {c['mask_kind']}, seed {c['seed']}")
 
 

@@ -199,3 +199,26 @@ def test_chapter_02_figures_live_in_the_built_book(page, book_url):
           f"mask builder {timing(times_mask)}; redraw {timing(draws)}")
     assert not page.errors, page.errors
     assert not outside, outside
+
+
+def test_the_variance_equation_fits_a_phone(browser, book_url):
+    """At 390 x 844 the variance argument's display equation, Var(q . k) = d_k and
+    Var(q . k / sqrt(d_k)) = 1, fits its column: it is split into lines that each fit, so no
+    part of it hides behind a sideways scroll that nothing shows."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                                  is_mobile=True, device_scale_factor=2)
+    page = context.new_page()
+    try:
+        page.goto(f"{book_url}/chapters/02_scaled_dot_product.html", wait_until="load")
+        page.wait_for_function("() => document.querySelectorAll("
+                               "'mjx-container[display=\"true\"]').length >= 2", timeout=30_000)
+        page.wait_for_timeout(500)
+        sizes = page.evaluate("() => [...document.querySelectorAll("
+                              "'mjx-container[display=\"true\"]')]"
+                              ".filter(m => m.textContent.includes('Var(q'))"
+                              ".map(m => [m.scrollWidth, m.clientWidth])")
+        assert len(sizes) == 1, sizes
+        (wide, column), = sizes
+        assert column <= 360 and wide <= column + 1, f"{wide} px in a {column} px column"
+    finally:
+        context.close()
