@@ -188,7 +188,7 @@ def test_heatmaps_form_a_grid_and_selects_show_their_text(browser, figure):
             heads = root.locator('canvas[data-view="heads"]')
             assert int(heads.get_attribute("data-heads")) == 8
             assert int(heads.get_attribute("data-columns")) == per_row, width
-            assert heads.bounding_box()["height"] < (1700 if width > 390 else 1000), \
+            assert heads.bounding_box()["height"] < (1700 if width > 390 else 1200), \
                 heads.bounding_box()
             if width == 390:
                 assert heads.get_attribute("data-colour-bar") == "below"

@@ -20,6 +20,7 @@ from live_figures import (
     root_of,
     separation,
     set_control,
+    show_on_panel,
     texts,
     wait_drawn,
 )
@@ -66,10 +67,13 @@ def figure(figures, name):
     return figures[name]
 
 
-def problems(page, fig, settings):
-    page.set_content(fig.page())
-    root = root_of(page, fig.name)
-    wait_drawn(page, root)
+def problems(page, fig, settings, panel=False):
+    if panel:
+        root = show_on_panel(page, fig)
+    else:
+        page.set_content(fig.page())
+        root = root_of(page, fig.name)
+        wait_drawn(page, root)
     for knob, value in settings.items():
         set_control(page, root, knob, value)
     found = []
@@ -105,6 +109,30 @@ def test_no_text_overlaps_or_is_cut_on_a_phone(browser, figures, name, settings)
 def test_no_text_overlaps_or_is_cut_on_a_desktop(page, figures, name, settings):
     found, _ = problems(page, figure(figures, name), settings)
     assert not found, found
+
+
+PANEL_CASES = [("ch04", {"num_heads": 0}), ("ch06", {}), ("ch07", {}), ("ch07", {"seq_len": 22}),
+               ("ch09", {"removed": 10, "spare": True})]
+
+
+@pytest.mark.parametrize("name,settings", PANEL_CASES,
+                         ids=[f"{n}-{'-'.join(map(str, s.values())) or 'start'}"
+                              for n, s in PANEL_CASES])
+def test_no_text_overlaps_or_is_cut_on_the_books_dark_panel_on_a_phone(browser, figures, name,
+                                                                      settings):
+    """The book's dark mode puts a figure on a padded light panel: 16 px narrower still."""
+    context = phone(browser)
+    page = context.new_page()
+    try:
+        found, root = problems(page, figure(figures, name), settings, panel=True)
+        assert not found, found
+        if name == "ch07" and not settings:  # 8 heads 2 a row, every token labelled
+            heads = root.locator('canvas[data-view="heads"]')
+            assert heads.get_attribute("data-columns") == "2"
+            assert heads.get_attribute("data-label-stride") == "1"
+            assert heads.evaluate("c => c.mhaGeom.labelFont") >= 9
+    finally:
+        context.close()
 
 
 def numbers_written(root, view):

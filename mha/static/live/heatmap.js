@@ -7,7 +7,7 @@
 // single query row); several heads 2 or more a row, on a phone with the rows labelled once at
 // the left; token labels shrink with the cells (12 down to 9 px) and where even 9 px would
 // touch every other token is labelled (the subtitle says so); numbers in cells 11 down to 9 px.
-var HEAT_MIN = 9, LABEL_MIN = 9, HEAT_GAP = 14;
+var HEAT_MIN = 9, LABEL_MIN = 9, HEAT_GAP = 14, SHARED_GAP = 8;
 
 function heatLayout(d, room) {
   var H = d.grids.length, Lq = d.rows.length, Lk = d.cols.length, n = Math.max(Lq, Lk, 1);
@@ -48,20 +48,12 @@ function heatLayout(d, room) {
   }
   labels();
   L.ncols = Math.max(1, Math.min(4, H, Math.floor((room - reserve) / L.panelW)));
-  if (H > 1 && L.ncols < 2 && !d.numbers) { // a grid, not a column: 2 a row
-    var own = Math.floor(((room - reserve) / 2 - L.rowLab - HEAT_GAP) / Lk);
-    var shared = Math.floor((room - reserve - L.rowLab - 2 * HEAT_GAP) / (2 * Lk));
-    if (own >= 10 || shared >= 10) {
-      L.shared = own < 10; // a phone: the rows labelled once, at the left of each row of heads
-      L.cell = Math.min(L.cell, L.shared ? shared : own); labels();
-      L.ncols = L.shared ? Math.max(2, Math.min(4, H, Math.floor((room - reserve - L.rowLab) /
-        (Lk * L.cell + HEAT_GAP)))) : Math.max(2, Math.min(4, H, Math.floor((room - reserve) / L.panelW)));
-    }
-  }
-  L.step = L.shared ? Lk * L.cell + HEAT_GAP : L.panelW; // from one head's grid to the next
-  L.gridsW = L.shared ? L.rowLab + L.ncols * L.step : L.ncols * L.panelW;
+  if (H > 1 && L.ncols < 2 && !d.numbers) twoARow(L, d, room, reserve, labels);
+  L.step = L.shared ? Lk * L.cell + SHARED_GAP : L.panelW; // from one head's grid to the next
+  L.gridsW = L.shared ? L.rowLab + L.ncols * L.step - SHARED_GAP + 4 : L.ncols * L.panelW;
+  L.extra = L.below ? (L.shared ? 0 : 8) : bar; // the canvas's width beyond the grids
   L.titles = (d.titles || []).map(function (s) { // centred over its grid, never over the next
-    return wrap(s, Math.max(Lk * L.cell + HEAT_GAP - 4, 60), "12px sans-serif");
+    return wrap(s, Math.max((L.shared ? L.step : Lk * L.cell + HEAT_GAP) - 4, 60), "12px sans-serif");
   });
   L.titleH = d.titles ? Math.max.apply(null, L.titles.map(function (x) { return x.length; })) * 14 + 6 : 6;
   L.panelH = L.titleH + Lq * L.cell + L.colLab + 8;
@@ -76,6 +68,25 @@ function heatLayout(d, room) {
   return L;
 }
 
+// Several heads 2 (or more) a row rather than a column, if every token is still labelled
+// (9 px or more): each head with its own row labels (cells of 11 px or more, on a wide
+// screen), or else (a phone) the rows labelled once at the left of each row of heads.
+function twoARow(L, d, room, reserve, labels) {
+  var H = d.grids.length, Lk = d.cols.length, first = L.cell, c;
+  for (c = first; c >= 11 && room >= 480 && !L.two; c--) {
+    L.cell = c; labels();
+    if (L.stride === 1 && 2 * L.panelW <= room - reserve) L.two = "own";
+  }
+  for (c = first; c >= 10 && !L.two; c--) {
+    L.cell = c; labels();
+    if (L.stride === 1 && L.rowLab + 2 * Lk * c + SHARED_GAP + (L.below ? 4 : reserve) <= room) L.two = "shared";
+  }
+  if (!L.two) { L.cell = first; labels(); return; }
+  L.shared = L.two === "shared";
+  L.ncols = Math.max(2, Math.min(4, H, L.shared ? Math.floor((room - L.rowLab - (L.below ? 4 : reserve) +
+    SHARED_GAP) / (Lk * L.cell + SHARED_GAP)) : Math.floor((room - reserve) / L.panelW)));
+}
+
 function heatmap(canvas, d, t) {
   var H = d.grids.length, Lq = d.rows.length, Lk = d.cols.length, lo = d.vmin, hi = d.vmax;
   var room = avail(canvas), L = heatLayout(d, room), cell = L.cell, h, i, j;
@@ -84,7 +95,7 @@ function heatmap(canvas, d, t) {
   // as wide as the grids, or the caption on one line; the subtitle wraps (a longer subtitle,
   // e.g. chapter 09's "outlined: put back", does not widen the canvas and move the views)
   var words = widest([d.caption || ""], CAPTION_FONT);
-  var width = Math.min(room, Math.max(L.gridsW + (L.below ? 8 : colourBarWidth(d)), words + 12));
+  var width = Math.min(room, Math.max(L.gridsW + L.extra, words + 12));
   var cap = heading(d.caption || "", width), sub = wrap(axes, width - 8, "12px sans-serif");
   var top = cap.h + sub.length * 15 + 2, nrows = Math.ceil(H / L.ncols);
   var barLen = L.below ? Math.min(220, width - L.rowLab - 20)
