@@ -108,3 +108,161 @@ def axe_violations(page, selector=".mha-live"):
         raise AssertionError(f"{AXE} is missing: run `make assets` (npm ci in web/)")
     page.add_script_tag(path=str(AXE))
     return page.evaluate(AXE_JS, selector)
+
+
+# ----------------------------------------------------------------------------- layout checks
+# Every text a canvas view draws is recorded by the front end (core.js, record()) with the four
+# corners of its ink in CSS px, after any rotation: canvas.mhaTexts = [{text, font, corners}].
+
+#: what MyST-NB's stylesheet gives an HTML output in the book's dark mode: a light grey panel
+PANEL = ('<div class="output text_html" style="background: rgb(206, 214, 221); '
+         'color: rgb(34, 40, 50); padding: 8px">{}</div>')
+PANEL_RGB = (206, 214, 221)
+
+
+def show_on_panel(page, figure):
+    """``figure`` on the book's dark-mode output panel (a dark page, a light panel)."""
+    page.set_content(f"<html lang='en'><head><meta name='viewport' content='width=device-width,"
+                     f"initial-scale=1'><title>t</title></head><body><main>"
+                     f"{PANEL.format(figure.html())}</main></body></html>")
+    set_dark(page)
+    root = root_of(page, figure.name)
+    wait_drawn(page, root)
+    root.evaluate("r => r.mhaRedraw()")
+    return root
+
+
+def narrow(page, root, width=560):
+    """The figure in a column ``width`` px wide (a book's column, where words wrap), with
+    the page going on below it, as a chapter does."""
+    page.evaluate("w => { document.querySelector('main').style.width = w + 'px';"
+                  " const rest = document.createElement('p');"  # the page goes on after it
+                  " rest.style.height = '2000px'; document.body.appendChild(rest); }", width)
+    root.evaluate("r => r.mhaRedraw()")
+
+
+def phone(browser):
+    """A 390 x 844 touch phone's context (close it when done)."""
+    return browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                               is_mobile=True, device_scale_factor=2)
+
+
+def texts(root, view):
+    """The texts the canvas of ``view`` drew: [{text, font, corners}], and its (width, height)."""
+    return root.locator(f'canvas[data-view="{view}"]').evaluate(
+        "c => [c.mhaTexts || [], [parseFloat(c.style.width), c.height / (window.devicePixelRatio"
+        " || 1)]]")
+
+
+def _sides(quad):
+    return [(quad[(k + 1) % 4][0] - quad[k][0], quad[(k + 1) % 4][1] - quad[k][1])
+            for k in range(4)]
+
+
+def separation(a, b):
+    """The widest gap (px) between convex quads ``a`` and ``b`` along a side's normal
+    (separating axis theorem): negative when they overlap."""
+    best = -float("inf")
+    for quad in (a, b):
+        for dx, dy in _sides(quad):
+            n = (dx * dx + dy * dy) ** 0.5
+            if n == 0:
+                continue
+            ax = (-dy / n, dx / n)
+            pa = [ax[0] * x + ax[1] * y for x, y in a]
+            pb = [ax[0] * x + ax[1] * y for x, y in b]
+            best = max(best, min(pb) - max(pa), min(pa) - max(pb))
+    return best
+
+
+def _apart(a, b, gap):
+    return separation(a, b) >= gap
+
+
+def overlaps(drawn_texts, gap=0.5):
+    """Pairs of texts whose ink comes closer than ``gap`` px (they touch or overlap)."""
+    out = []
+    for i, a in enumerate(drawn_texts):
+        for b in drawn_texts[i + 1:]:
+            if not _apart(a["corners"], b["corners"], gap):
+                out.append((a["text"], b["text"]))
+    return out
+
+
+def cut_off(drawn_texts, size, tol=0.5):
+    """Texts whose ink reaches outside the canvas (clipped)."""
+    w, h = size
+    return [t["text"] for t in drawn_texts
+            if any(x < -tol or y < -tol or x > w + tol or y > h + tol for x, y in t["corners"])]
+
+
+def font_px(t):
+    return float(t["font"].split("px")[0].split()[-1])
+
+
+def layout_problems(root, view):
+    """What a reader could not read on the canvas of ``view``: texts that touch or overlap,
+    texts cut at its edges, a caption whose drawn lines are not the whole caption."""
+    drawn_texts, size = texts(root, view)
+    problems = [f"{view}: overlap {a!r} / {b!r}" for a, b in overlaps(drawn_texts)]
+    problems += [f"{view}: cut off {s!r} (canvas {size})" for s in cut_off(drawn_texts, size)]
+    return problems
+
+
+def pixel(root, view, x, y):
+    """The canvas's RGBA at CSS px (x, y)."""
+    return root.locator(f'canvas[data-view="{view}"]').evaluate(
+        "(c, [x, y]) => { const k = c.width / parseFloat(c.style.width);"
+        " return [...c.getContext('2d').getImageData(Math.round(x * k), Math.round(y * k), 1, 1)"
+        ".data]; }", [x, y])
+
+
+def luminance(rgb):
+    def lin(c):
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (lin(c) for c in rgb[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a, b):
+    """WCAG contrast ratio of two RGB colours."""
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def caption_drawn(root, view):
+    """The caption's lines as the canvas of ``view`` drew them (data-caption)."""
+    text = root.locator(f'canvas[data-view="{view}"]').get_attribute("data-caption")
+    return None if text is None else json.loads(text)
+
+
+def set_control(page, root, knob, value):
+    """Set control ``knob`` to the option labelled ``value`` (a select) or to index ``value``
+    (a slider), or tick/untick a box, as the reader would, and wait for the redraw."""
+    before = root.get_attribute("data-draws")
+    root.locator(f'[data-knob="{knob}"]').evaluate(
+        """(e, v) => {
+          if (e.tagName === 'SELECT') {
+            const o = [...e.options].find(o => o.text === String(v));
+            e.value = o ? o.value : String(v); e.dispatchEvent(new Event('change'));
+          } else if (e.type === 'checkbox') { e.checked = !!v; e.dispatchEvent(new Event('change')); }
+          else { e.value = String(v); e.dispatchEvent(new Event('input')); }
+        }""", value)
+    page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                           arg=[root.element_handle(), before], timeout=5_000)
+
+
+def oklab(rgb):
+    """An sRGB colour (0-255) in Oklab, where Euclidean distance is about perceptual."""
+    def lin(c):
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (lin(c) for c in rgb[:3])
+    lms = (0.4122214708 * r + 0.5363325363 * g + 0.0514459929 * b,
+           0.2119034982 * r + 0.6806995451 * g + 0.1073969566 * b,
+           0.0883024619 * r + 0.2817188376 * g + 0.6299787005 * b)
+    lo, mid, sh = (v ** (1 / 3) for v in lms)  # long, medium, short cone responses
+    return (0.2104542553 * lo + 0.7936177850 * mid - 0.0040720468 * sh,
+            1.9779984951 * lo - 2.4285922050 * mid + 0.4505937099 * sh,
+            0.0259040371 * lo + 0.7827717662 * mid - 0.8086757660 * sh)

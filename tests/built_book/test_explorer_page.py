@@ -263,3 +263,39 @@ def test_ungrouped_kv_heads_follow_num_heads_in_the_page(page):
     page.select_option('[data-knob="num_heads"]', "4")
     assert assert_matches(page, root)["num_kv_heads"] == 2
     assert not page.errors, page.errors
+
+
+def test_a_trained_source_shows_no_stale_select_and_gives_the_readers_values_back(page):
+    """With "translator decoder: layer 0" the greyed selects still said num_heads 8,
+    num_kv_heads 8 and mask none, under "A trained layer: 4 heads, d_head = 8, causal": every
+    control the trained layer does not use shows a dash (selects too), the page still computes
+    with the reader's own values, and back on the random layer the reader's num_heads, mask
+    and temperature are there again."""
+    fig = live_explorer.explorer_figure({**widgets.DEFAULTS, "temperature": 0.5})
+    page.set_content(fig.page())
+    root = page.locator('.mha-live[data-figure="explorer"]')
+    page.wait_for_function("el => el.dataset.draws >= 1", arg=root.element_handle())
+    page.select_option('[data-knob="num_heads"]', "4")
+    page.select_option('[data-knob="mask"]', "causal")
+    mine = assert_matches(page, root)
+    assert (mine["num_heads"], mine["mask_kind"], mine["temperature"]) == (4, "causal", 0.5)
+
+    def shown(knob):  # the text a select shows
+        return root.locator(f'[data-knob="{knob}"]').evaluate(
+            "s => s.options[s.selectedIndex].text")
+
+    for source in ("translator decoder: layer 0", "letters model: layer 1"):
+        page.select_option('[data-knob="source"]', source)
+        assert_matches(page, root)
+        assert "A trained layer" in root.locator('[data-view="counts"]').text_content()
+        for knob in ("num_heads", "num_kv_heads", "mask", "sentence"):
+            select = root.locator(f'[data-knob="{knob}"]')
+            assert select.is_disabled() and shown(knob) == "\u2014", (source, knob)
+            assert select.evaluate("s => s.options[s.selectedIndex].getAttribute("
+                                   "'aria-label')") == "not used by this source"
+    page.select_option('[data-knob="source"]', "random layer")
+    back = assert_matches(page, root)
+    assert (back["num_heads"], back["mask_kind"], back["temperature"]) == (4, "causal", 0.5)
+    assert (shown("num_heads"), shown("mask")) == ("4", "causal")
+    assert not root.locator('[data-knob="num_heads"] option[data-unused]').count()
+    assert not page.errors, page.errors

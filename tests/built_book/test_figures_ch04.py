@@ -7,6 +7,7 @@ nothing in light and dark mode; at 390 x 844 with touch a tap redraws and nothin
 the screen. On the built book: the same on chapter 04's page.
 """
 
+import json
 import math
 
 import pytest
@@ -15,6 +16,8 @@ from live_figures import (
     DRAW_MS,
     axe_violations,
     drawn,
+    layout_problems,
+    phone,
     press,
     readout,
     root_of,
@@ -130,3 +133,23 @@ def test_chapter_04_figure_is_live_in_the_built_book(page, book_url):
     print(f"\nchapter 04 (built book), key press to picture: {timing(times)}; "
           f"redraw {timing(DRAW_MS[-6:])}")
     assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_one_head_has_a_readable_colour_bar(browser, figure, width):
+    """At num_heads 1 the heatmap is one query row and its colour bar was squeezed into that
+    row's height, five ticks and "attention weight" crammed together: the bar lies under the
+    row, 100 px or longer, and no text touches another or is cut."""
+    context = phone(browser) if width == 390 else browser.new_context()
+    page = context.new_page()
+    try:
+        root = show(page, figure)
+        press(page, root, "num_heads", "Home")
+        assert values(root)["num_heads"] == 1
+        canvas = root.locator('canvas[data-view="weights"]')
+        assert canvas.get_attribute("data-colour-bar") == "below"
+        assert int(canvas.get_attribute("data-colour-bar-length")) >= 100
+        assert json.loads(canvas.get_attribute("data-ticks")) == [0, 0.25, 0.5, 0.75, 1]
+        assert not layout_problems(root, "weights")
+    finally:
+        context.close()

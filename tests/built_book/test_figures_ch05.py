@@ -16,13 +16,20 @@ import pytest
 import torch
 from live_figures import (
     DRAW_MS,
+    PANEL_RGB,
     axe_violations,
     drawn,
+    font_px,
+    layout_problems,
+    oklab,
+    phone,
+    pixel,
     press,
     readout,
     root_of,
     same,
     show,
+    texts,
     timing,
     values,
     wait_drawn,
@@ -153,6 +160,36 @@ def test_phone_touch(browser):
             assert widest <= 390, f"{figure.name}: {widest} px wide on a 390 px screen"
             assert page.evaluate("document.documentElement.scrollWidth") <= 390
         check_fold(root)
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_sixteen_heads_have_sixteen_colours_and_labels_are_readable(browser, width):
+    """At 16 heads the colours repeated (head 3 and head 10 both green, 1 and 8 both teal) and
+    the labels were 8 px: every pair of the 16 heads' colours is far apart (Oklab distance
+    0.1 or more), none is near the book's light output panel, and no text is under 11 px."""
+    import math
+
+    context = phone(browser) if width == 390 else browser.new_context()
+    page = context.new_page()
+    try:
+        root = show(page, ch05.split_explorer(num_heads=16))
+        geom = root.locator('canvas[data-view="strips"]').evaluate("c => c.mhaGeom")
+        focus_row = values(root)["row"]
+        row = 0 if focus_row >= 4 else 8
+        seen = []
+        for h in range(16):
+            x = geom["lab"] + h * (32 * geom["cw"] + geom["gap"]) + 32 * geom["cw"] / 4
+            y = geom["tops"][1] + (row + 0.5) * geom["rowH"]
+            seen.append(oklab(pixel(root, "strips", x, y)))
+        close = min((math.dist(a, b), i, j) for i, a in enumerate(seen)
+                    for j, b in enumerate(seen) if i < j)
+        assert close[0] >= 0.1, f"heads {close[1]} and {close[2]}: {close[0]:.3f} apart"
+        assert min(math.dist(c, oklab(PANEL_RGB)) for c in seen) >= 0.1
+        small = sorted({t["text"] for t in texts(root, "strips")[0] if font_px(t) < 11})
+        assert not small, small
+        assert not layout_problems(root, "strips")
     finally:
         context.close()
 

@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 
 import pytest
 import torch
-from live_figures import axe_violations, press, root_of, show, values, wait_drawn
+from live_figures import axe_violations, narrow, press, root_of, show, values, wait_drawn
 
 from mha import explore
 from mha.live import explorer as live_explorer
@@ -147,9 +147,12 @@ def test_a_focused_token_says_its_weights_and_a_key_without_lines_says_so(page, 
     top = sorted(range(len(cols)), key=lambda k: -float(w[i, k]))[:3]
     top = [k for k in top if float(w[i, k]) >= cut]
     assert [k for _, k, _ in got["largest"]] == top, (got["largest"], top)
+    def name(labels, n):  # a label that occurs twice is named with its position
+        return f"{labels[n]} ({n})" if list(labels).count(labels[n]) > 1 else labels[n]
+
     for _, k, x in got["largest"]:
         assert abs(x - float(w[i, k])) < 1e-3
-        assert f"{rows[i]} \u2192 {cols[k]}: " in said, said
+        assert f"{name(rows, i)} \u2192 {name(cols, k)}: " in said, said
     assert got["shown"] == int((w[i] >= cut).sum())
     assert not page.errors, page.errors
 
@@ -167,9 +170,10 @@ def select_fit(page):
 
 def test_heatmaps_form_a_grid_and_selects_show_their_text(browser, figure):
     """In the book's 624-px column the 8 heatmaps sit 2 a row (not a 3,000-px column), on a
-    390-px phone 1 a row; every select is as wide as its longest option plus its arrow, and
-    nothing is wider than the phone."""
-    for width, per_row in ((624, 2), (390, 1)):
+    390-px phone too (their rows labelled once, at the left, the colour bar under them: 8
+    heads stacked one a row were 2,300 px tall); every select is as wide as its longest option
+    plus its arrow, and nothing is wider than the phone."""
+    for width, per_row in ((624, 2), (390, 2)):
         context = browser.new_context(viewport={"width": 1280 if width > 390 else 390,
                                                 "height": 900}, has_touch=width == 390)
         page = context.new_page()
@@ -184,8 +188,11 @@ def test_heatmaps_form_a_grid_and_selects_show_their_text(browser, figure):
             heads = root.locator('canvas[data-view="heads"]')
             assert int(heads.get_attribute("data-heads")) == 8
             assert int(heads.get_attribute("data-columns")) == per_row, width
-            if per_row == 2:
-                assert heads.bounding_box()["height"] < 1700, heads.bounding_box()
+            assert heads.bounding_box()["height"] < (1700 if width > 390 else 1200), \
+                heads.bounding_box()
+            if width == 390:
+                assert heads.get_attribute("data-colour-bar") == "below"
+                assert heads.evaluate("c => c.mhaGeom.labelFont") >= 9
             ticks = json.loads(heads.get_attribute("data-ticks"))  # the colour bar's
             assert ticks == [0, 0.25, 0.5, 0.75, 1], ticks
             to_lines(page, root)
@@ -216,3 +223,61 @@ def test_the_kernel_explorers_lines_view_draws_its_weights(page):
         assert abs(weight - float(result.weights[0, query, key])) < 1e-3
     assert root.locator('[data-view="heads"]').is_hidden()
     assert not page.errors, page.errors
+
+
+def test_hovering_the_tokens_moves_none_of_them(page, figure):
+    """Hovering "river" kept showing "the" (the readout above the columns grew and the
+    columns moved 23 px): each token hovered is the token whose lines are shown."""
+    root = show(page, figure)
+    narrow(page, root)
+    to_lines(page, root)
+    buttons = root.locator('[data-view="lines"] button[aria-label^="query "]')
+    buttons.first.evaluate("b => b.scrollIntoView({block: 'start'})")  # all in view
+    boxes = [buttons.nth(i).bounding_box() for i in range(buttons.count())]
+    for i, b in enumerate(boxes):
+        page.mouse.move(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
+        got = lines_drawn(root)["focus"]
+        assert (got["side"], got["index"]) == ("query", i), (i, got)
+        assert buttons.nth(i).bounding_box()["y"] == b["y"], i
+    assert not page.errors, page.errors
+
+
+def test_a_repeated_word_is_named_with_its_position(page, figure):
+    """"the -> river: 0.10, the -> river: 0.10": which "the"? A label that occurs twice is
+    named with its position."""
+    root = show(page, figure)
+    to_lines(page, root)
+    rows = lines_drawn(root)
+    labels = [b.get_attribute("aria-label").split(": ", 1)[1] for b in
+              root.locator('[data-view="lines"] button[aria-label^="query "]').all()]
+    twice = [i for i, s in enumerate(labels) if labels.count(s) > 1]
+    assert twice, labels
+    river = labels.index("river")
+    root.locator('[data-view="lines"] button[aria-label^="key "]').nth(river).focus()
+    words = root.locator('[data-view="lines"] canvas').get_attribute("aria-label")
+    for i in twice:
+        assert f"{labels[i]} ({i}) " in words, (labels[i], i, words)
+    said = root.locator(".mha-lines-readout").inner_text()
+    for q, _, _ in lines_drawn(root)["largest"]:
+        name = f"{labels[q]} ({q})" if q in twice else labels[q]
+        assert f"{name} \u2192 river: " in said, said
+    assert rows["lines"], rows
+
+
+def test_a_line_of_weight_0_3_is_not_pale(page, figure):
+    """Lines of 0.26-0.33 were thin and pale (opacity = the weight): the faintest line drawn
+    has opacity 0.25 + 1.5 x its weight, so a 0.3 line is drawn at 0.7 or more."""
+    root = show(page, figure)
+    to_lines(page, root)
+    every = lines_drawn(root)["lines"]
+    i, j, w = min(every, key=lambda line: abs(line[2] - 0.3))
+    assert 0.2 < w < 0.4, w
+    root.locator('[data-view="lines"] button[aria-label^="query "]').nth(i).focus()
+    canvas = root.locator('[data-view="lines"] canvas')
+    width = canvas.evaluate("c => parseFloat(c.style.width)")
+    x, y = width / 2, ((i + 0.5) * 26 + (j + 0.5) * 26) / 2
+    alpha = max(canvas.evaluate(
+        "(c, [x, y]) => { const k = c.width / parseFloat(c.style.width);"
+        " return c.getContext('2d').getImageData(Math.round(x * k), Math.round(y * k), 1, 1)"
+        ".data[3]; }", [x, y + dy]) for dy in (-1, 0, 1))
+    assert alpha >= 0.65 * 255, (w, alpha)

@@ -17,6 +17,7 @@ from live_figures import (
     DRAW_MS,
     axe_violations,
     drawn,
+    narrow,
     press,
     readout,
     root_of,
@@ -228,3 +229,48 @@ def test_chapter_08_figure_lives_in_the_built_book(page, book_url):
           f"redraw {timing(DRAW_MS[-4:])}")
     assert not page.errors, page.errors
     assert not outside, outside
+
+
+def said(root):
+    return root.locator('[data-view="lines"] .mha-lines-readout').inner_text()
+
+
+def test_a_focused_token_overrides_the_step_and_the_view_says_so(page):
+    """A reader put the step on query 5, then tabbed to token 9 b: the lines showed query 9
+    while the readout and the bars spoke of query 5. The lines view says whose lines it draws:
+    the focused token's, not the step's query, which comes back when the focus leaves."""
+    root = show(page, ch08.trained_head_lines(query=5))
+    labels = json.loads(root.locator('[data-view="lines"]').get_attribute("data-values"))
+    assert labels["focus"]["index"] == 5
+    five = labels["focus"]["label"]
+    assert f"the step's query {five}" in said(root), said(root)
+    token(root, "query", 9).focus()
+    check_focus(root, "query", 9)
+    nine = lines_drawn(root)["focus"]["label"]
+    text = said(root)
+    assert text.startswith(f"Query {nine} (9), largest weights"), text
+    assert f"lines of the query {nine} you focus or point at, not of the step's query {five}" \
+        in text, text
+    assert "come back when the focus or pointer leaves" in text, text
+    root.locator('[data-knob="head"]').focus()
+    check_focus(root, "query", 5)
+    assert f"the step's query {five}" in said(root), said(root)
+    assert not page.errors, page.errors
+
+
+def test_hovering_the_tokens_moves_none_of_them(page):
+    """The readout above the token columns grew from one line to two for some tokens, the
+    columns dropped 23 px and the pointer landed on another token: nothing above the columns
+    changes with the pointer, so each token hovered is the token shown."""
+    root = show(page, ch08.trained_head_lines(query=5))
+    narrow(page, root)
+    for side in ("query", "key"):
+        buttons = root.locator(f'[data-view="lines"] button[aria-label^="{side} "]')
+        buttons.first.evaluate("b => b.scrollIntoView({block: 'start'})")  # all in view
+        boxes = [buttons.nth(i).bounding_box() for i in range(buttons.count())]
+        for i, b in enumerate(boxes):
+            page.mouse.move(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
+            got = lines_drawn(root)["focus"]
+            assert (got["side"], got["index"]) == (side, i), (side, i, got)
+            assert buttons.nth(i).bounding_box()["y"] == b["y"], (side, i)
+    assert not page.errors, page.errors

@@ -15,13 +15,17 @@ import pytest
 import torch
 from live_figures import (
     DRAW_MS,
+    PANEL_RGB,
     axe_violations,
+    contrast,
     drawn,
+    pixel,
     press,
     readout,
     root_of,
     same,
     show,
+    show_on_panel,
     timing,
     values,
     wait_drawn,
@@ -170,3 +174,27 @@ def test_chapter_09_figure_lives_in_the_built_book(page, book_url):
           f"redraw {timing(DRAW_MS[-len(times):])}")
     assert not page.errors, page.errors
     assert not outside, outside
+
+
+@pytest.mark.parametrize("where", ["book dark mode", "light page", "dark page"])
+def test_removed_heads_stand_out_in_every_mode(page, where):
+    """In the book's dark mode a figure sits on a light grey panel (#ced6dd), where the light
+    grey crossed-out cells (#ccc) all but vanished: a removed head's cell has 3:1 or more
+    against the background, and its cross 3:1 or more against the cell."""
+    figure = ch09.head_switches(removed=10)
+    if where == "book dark mode":
+        root, background = show_on_panel(page, figure), PANEL_RGB
+    else:
+        root = show(page, figure, dark=where == "dark page")
+        background = (18, 18, 18) if where == "dark page" else (255, 255, 255)
+    grid = drawn(root, "heads")[0]
+    geom = root.locator('canvas[data-view="heads"]').evaluate("c => c.mhaGeom")
+    (x0, y0), cell = geom["panels"][0], geom["cell"]
+    crossed = [(i, j) for i, row in enumerate(grid) for j, v in enumerate(row) if v is None]
+    assert len(crossed) == 10
+    for i, j in crossed:
+        fill = pixel(root, "heads", x0 + (j + 0.5) * cell, y0 + (i + 0.2) * cell)
+        cross = pixel(root, "heads", x0 + (j + 0.5) * cell, y0 + (i + 0.5) * cell)
+        assert contrast(fill, background) >= 3, (where, fill)
+        assert contrast(cross, fill) >= 3, (where, cross, fill)
+    assert not axe_violations(page)

@@ -1,11 +1,17 @@
 // Part 3 of 7: bars, line plots (linear or log-log) and tables.
 // bars: d = {values, labels, highlight (indices), caption, y_label, x_label, y_max, y_min}
+// Every bar's number is written: above the bar, or on a narrow bar (a phone) upright in a
+// smaller font, above it or, where the caption is near, inside its top; key labels at 45
+// degrees, upright where the bars are too narrow for slanted ones to clear each other.
 function bars(canvas, d, t) {
-  var n = d.values.length, room = avail(canvas), x0 = 52, y0 = 28, ph = 170;
+  var n = d.values.length, room = avail(canvas), x0 = 52, ph = 170;
   var bw = Math.max(18, Math.min(56, Math.floor((room - x0 - 10) / n)));
-  var width = x0 + n * bw + 10, height = y0 + ph + 66, lo = d.y_min || 0, hi = d.y_max || 1;
+  var width = x0 + n * bw + 10, cap = heading(d.caption || "", width), y0 = cap.h + 18;
+  var upright = bw * Math.SQRT1_2 < 16, sin = upright ? 1 : Math.SQRT1_2;
+  var labH = Math.ceil(widest(d.labels, "12px sans-serif") * sin) + 14;
+  var height = y0 + ph + labH + 20, lo = d.y_min || 0, hi = d.y_max || 1;
   var ctx = setup(canvas, width, height), hl = d.highlight || [];
-  caption(ctx, d.caption || "", width, t);
+  caption(ctx, cap, t);
   function y(v) { return y0 + ph - (Math.max(lo, Math.min(hi, v)) - lo) / (hi - lo) * ph; }
   ctx.strokeStyle = t.muted; ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x0, y0 + ph);
   ctx.lineTo(x0 + n * bw, y0 + ph); ctx.stroke(); ctx.textAlign = "right"; ctx.fillStyle = t.fg;
@@ -14,18 +20,32 @@ function bars(canvas, d, t) {
   canvas.dataset.ticks = JSON.stringify(ticks);
   ctx.save(); ctx.translate(12, y0 + ph / 2); ctx.rotate(-Math.PI / 2); ctx.textAlign = "center";
   ctx.fillText(d.y_label || "attention weight", 0, 0); ctx.restore();
+  var said = [];
   for (var j = 0; j < n; j++) {
     var v = d.values[j], x = x0 + j * bw + Math.max(2, bw * 0.15), w = bw - 2 * Math.max(2, bw * 0.15);
     ctx.fillStyle = hl.indexOf(j) >= 0 ? t.accent : t.bar;
     if (v !== null) ctx.fillRect(x, y(v), w, y(lo) - y(v));
-    ctx.fillStyle = t.fg; ctx.textAlign = "center";
     // a bar with no value (a configuration that cannot exist) says so, not "NaN"
-    if (bw >= 34) ctx.fillText(v === null ? d.null_label || "n/a" : fmt(v), x + w / 2, y(v === null ? lo : v) - 8);
-    ctx.save(); ctx.translate(x + w / 2, y0 + ph + 6); ctx.rotate(-Math.PI / 4);
+    var s = v === null ? d.null_label || "n/a" : fmt(v), at = y(v === null ? lo : v);
+    ctx.fillStyle = t.fg; ctx.textAlign = "center"; ctx.font = "12px sans-serif";
+    if (ctx.measureText(s).width <= bw - 4) {
+      ctx.fillText(s, x + w / 2, at - 8);
+    } else { // upright, 11 px: above the bar, or inside its top if the caption is too near
+      ctx.font = "11px sans-serif";
+      var len = ctx.measureText(s).width, inside = at - 4 - len < y0 - 12 && v !== null;
+      ctx.save(); ctx.translate(x + w / 2, inside ? at + 4 : at - 4); ctx.rotate(-Math.PI / 2);
+      ctx.textAlign = inside ? "right" : "left";
+      if (inside) ctx.fillStyle = t.dark ? "#111" : "#fff";
+      ctx.fillText(s, 0, 0); ctx.restore(); ctx.font = "12px sans-serif";
+    }
+    said.push(s);
+    ctx.fillStyle = t.fg;
+    ctx.save(); ctx.translate(x + w / 2, y0 + ph + 6); ctx.rotate(upright ? -Math.PI / 2 : -Math.PI / 4);
     ctx.textAlign = "right"; ctx.fillText(d.labels[j], 0, 0); ctx.restore();
   }
   ctx.textAlign = "center"; ctx.fillText(d.x_label || "key", x0 + n * bw / 2, height - 8);
   canvas.dataset.values = JSON.stringify(roundDeep(d.values));
+  canvas.dataset.numbers = JSON.stringify(said); // the number written at each bar
   return (d.caption ? d.caption + ". " : "") + "Bars: " +
     d.labels.map(function (s, i) { return s + " " + (d.values[i] === null ? d.null_label || "n/a" : fmt(d.values[i])); }).join(", ") + ".";
 }
@@ -50,9 +70,10 @@ function xTickLabels(ctx, labels, X, y, width) {
 }
 
 function plot(canvas, d, t) {
-  var room = avail(canvas), width = Math.min(room, 560), height = 250, x0 = 56, y0 = 28;
-  var pw = width - x0 - 12, ph = height - y0 - 52, ctx = setup(canvas, width, height);
-  caption(ctx, d.caption || "", width, t);
+  var room = avail(canvas), width = Math.min(room, 560), x0 = 56, cap = heading(d.caption || "", width);
+  var y0 = cap.h + 8, ph = 170, height = y0 + ph + 52, pw = width - x0 - 12;
+  var ctx = setup(canvas, width, height);
+  caption(ctx, cap, t);
   var xs = d.x.map(function (v) { return d.x_log ? Math.log2(v) : v; });
   var xlo = Math.min.apply(null, xs), xhi = Math.max.apply(null, xs), all = [];
   d.series.forEach(function (s) { all = all.concat(s.y.filter(function (v) { return v !== null; })); });
@@ -117,9 +138,10 @@ function table(el, d) {
 // other plot by plot() above. Ticks: powers of 2 (1/8, 1, 4, ...), so a quantity proportional
 // to x is a straight line of slope 1. data-values: the numbers drawn, as plot() gives them.
 function plotLogLog(canvas, d, t) {
-  var room = avail(canvas), width = Math.min(room, 560), height = 250, x0 = 56, y0 = 28;
-  var pw = width - x0 - 12, ph = height - y0 - 52, ctx = setup(canvas, width, height);
-  caption(ctx, d.caption || "", width, t);
+  var room = avail(canvas), width = Math.min(room, 560), x0 = 56, cap = heading(d.caption || "", width);
+  var y0 = cap.h + 8, ph = 170, height = y0 + ph + 52, pw = width - x0 - 12;
+  var ctx = setup(canvas, width, height);
+  caption(ctx, cap, t);
   var xs = d.x.map(function (v) { return Math.log2(v); }), all = [];
   d.series.forEach(function (s) { all = all.concat(s.y.filter(function (v) { return v !== null && v > 0; })); });
   var xlo = Math.min.apply(null, xs), xhi = Math.max.apply(null, xs);

@@ -39,8 +39,15 @@ COMPUTE.explorer = function (v, data, changed, root) {
   function got(key, b64) { return memo.cache[key] || (memo.cache[key] = decode(b64)); }
   ["num_heads", "num_kv_heads", "seq_len", "mask", "sentence"].forEach(function (n) { out.disabled[n] = trained; });
   out.disabled.d_model = true;
-  if (changed === "source" && trained && data.sources[memo.lastSource || v.source].kind === "random") {
+  var wasRandom = data.sources[memo.lastSource || v.source].kind === "random";
+  if (changed === "source" && trained && wasRandom) {
     out.set.temperature = 1; // a trained source from the random layer: T = 1, the model as trained
+    memo.readerT = v.temperature;
+  }
+  if (changed === "source" && !trained && !wasRandom && memo.readerT !== undefined) {
+    // back to the random layer: the reader's own T again, unless they moved it meanwhile
+    if (v.temperature === 1) out.set.temperature = memo.readerT;
+    memo.readerT = undefined;
   }
   memo.lastSource = v.source;
   // without grouping (num_kv_heads = num_heads) the two move together, as in mha.widgets

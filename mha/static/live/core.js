@@ -14,8 +14,10 @@
  *          view's data is an index into spec.pool (each distinct picture stored once)
  * A state is looked up by the controls' indices joined with ","; a figure whose states are too
  * many to list names a compute function registered here (COMPUTE) that makes one from spec.data.
- * Every canvas carries data-values (the numbers it drew, JSON, NaN as null) for the tests; the
- * root carries data-draws, data-drawn-at, data-draw-ms (the redraw's own time) and data-state.
+ * Every canvas carries data-values (the numbers it drew, JSON, NaN as null) and data-caption (its
+ * caption's lines) for the tests, and canvas.mhaTexts (every text drawn, with its ink's corners:
+ * no two may overlap, none may be cut); the root carries data-draws, data-drawn-at,
+ * data-draw-ms (the redraw's own time) and data-state.
  *
  * The front end is seven parts, concatenated in this order by mha.live.figure.script() inside one
  * function (one scope, "use strict"): core.js (this file: version, colours, theme, number
@@ -59,8 +61,11 @@ function theme(el) {
   var dark = (0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]) / 255 > 0.5;
   var root = el.closest ? el.closest(".mha-live") || el : el;
   root.style.colorScheme = dark ? "dark" : "light";
+  // a NaN cell: a mid grey with 3:1 or more against both the page and the book's light grey
+  // output panel (#ced6dd in its dark mode), crossed in a colour that stands out on the grey
   return { fg: fg, muted: dark ? "#9aa4ae" : "#666", accent: dark ? "#ffa657" : "#c24e00",
-    bar: dark ? "#6cb6ff" : "#1f5fa8", nan: dark ? "#555" : "#ccc", dark: dark };
+    bar: dark ? "#6cb6ff" : "#1f5fa8", nan: dark ? "#8c8c8c" : "#737373",
+    nanCross: dark ? "#111" : "#fff", dark: dark };
 }
 
 function round(x) { return x === null || !isFinite(x) ? null : Math.round(x * 1e6) / 1e6; }
@@ -106,25 +111,101 @@ function setup(canvas, width, height) {
   canvas.style.width = width + "px"; // height follows (CSS height: auto): never distorted
   var ctx = canvas.getContext("2d");
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  record(ctx); canvas.mhaTexts = [];
   ctx.clearRect(0, 0, width, height); // transparent: the page's own background shows
   ctx.font = "12px sans-serif"; ctx.textBaseline = "middle";
   return ctx;
 }
-function caption(ctx, text, width, t) { // bold, shrunk to fit
-  var size = 13; ctx.fillStyle = t.fg; ctx.textAlign = "left";
-  do { ctx.font = "bold " + size + "px sans-serif"; } while (ctx.measureText(text).width > width - 8 && --size > 9);
-  ctx.fillText(text, 4, 10); ctx.font = "12px sans-serif";
+// Every text a canvas view draws, with the four corners of its ink (CSS px, after any
+// rotation), on canvas.mhaTexts: the tests check that no two overlap and none is cut off at
+// the canvas's edges (a property, not an attribute: nothing is serialised while drawing).
+function record(ctx) {
+  if (ctx.mhaRecord) return;
+  var fill = ctx.fillText;
+  ctx.mhaRecord = true;
+  ctx.fillText = function (s, x, y) {
+    fill.apply(this, arguments);
+    s = String(s);
+    if (!s.trim()) return;
+    var m = this.measureText(s), k = window.devicePixelRatio || 1, f = this.getTransform();
+    var l = x - m.actualBoundingBoxLeft, r = x + m.actualBoundingBoxRight;
+    var u = y - m.actualBoundingBoxAscent, b = y + m.actualBoundingBoxDescent;
+    (this.canvas.mhaTexts = this.canvas.mhaTexts || []).push({ text: s, font: this.font,
+      corners: [[l, u], [r, u], [r, b], [l, b]].map(function (p) {
+        return [(f.a * p[0] + f.c * p[1] + f.e) / k, (f.b * p[0] + f.d * p[1] + f.f) / k];
+      }) });
+  };
 }
-function colourBar(ctx, x, y, h, d, t) {
-  var lo = d.vmin, hi = d.vmax;
-  for (var p = 0; p < h; p++) { ctx.fillStyle = colour(1 - p / (h - 1), d.scale); ctx.fillRect(x, y + p, 12, 1); }
-  ctx.strokeStyle = t.muted; ctx.strokeRect(x, y, 12, h);
-  ctx.fillStyle = t.fg; ctx.textAlign = "left";
-  var ticks = niceTicks(lo, hi, 4);
-  ticks.forEach(function (v) { ctx.fillText(tickText(v, ticks.step), x + 16, y + h - (v - lo) / (hi - lo) * (h - 1)); });
+// text broken into lines no wider than width in the given font (a word wider than a line is
+// broken inside); never cut: a long caption takes as many lines as it needs
+var MEASURE = null;
+function measurer(font) { // a canvas context for measuring text before a view's canvas is sized
+  MEASURE = MEASURE || document.createElement("canvas").getContext("2d");
+  MEASURE.font = font;
+  return MEASURE;
+}
+function widest(list, font) {
+  var m = measurer(font), w = 0;
+  list.forEach(function (s) { w = Math.max(w, m.measureText(String(s)).width); });
+  return Math.ceil(w);
+}
+function wrap(text, width, font) {
+  var m = measurer(font), lines = [], line = "";
+  function fits(s) { return m.measureText(s).width <= width; }
+  String(text || "").split(/\s+/).filter(Boolean).forEach(function (w) {
+    if (fits(line ? line + " " + w : w)) { line = line ? line + " " + w : w; return; }
+    if (line) lines.push(line);
+    while (!fits(w) && w.length > 1) {
+      var k = w.length - 1;
+      while (k > 1 && !fits(w.slice(0, k))) k--;
+      lines.push(w.slice(0, k)); w = w.slice(k);
+    }
+    line = w;
+  });
+  if (line) lines.push(line);
+  return lines;
+}
+// a canvas's title: bold, wrapped to the canvas's width; heading() before the canvas is sized
+// (its height), caption() draws it from the top and keeps its lines in data-caption (tests)
+var CAPTION_FONT = "bold 13px sans-serif", CAPTION_LINE = 16;
+function heading(text, width) {
+  var lines = wrap(text, width - 8, CAPTION_FONT);
+  return { lines: lines, h: Math.max(1, lines.length) * CAPTION_LINE + 4 };
+}
+function caption(ctx, cap, t) {
+  ctx.fillStyle = t.fg; ctx.textAlign = "left"; ctx.font = CAPTION_FONT;
+  cap.lines.forEach(function (s, i) { ctx.fillText(s, 4, 10 + i * CAPTION_LINE); });
+  ctx.font = "12px sans-serif";
+  ctx.canvas.dataset.caption = JSON.stringify(cap.lines);
+}
+// the colour scale: upright at the right of the grids (len px tall), or lying under them
+// (below: len px wide, its ticks and label under it; COLOUR_BAR_BELOW px tall in all)
+var COLOUR_BAR_BELOW = 50;
+function tickWidth(d) { // the widest tick label of the colour bar (12px)
+  var ticks = niceTicks(d.vmin, d.vmax, 4);
+  return widest(ticks.map(function (v) { return tickText(v, ticks.step); }), "12px sans-serif");
+}
+function colourBarWidth(d) { return 6 + 24 + tickWidth(d) + 10; } // upright, from the grids
+function colourBar(ctx, x, y, len, d, t, below) {
+  var lo = d.vmin, hi = d.vmax, p, ticks = niceTicks(lo, hi, 4);
+  for (p = 0; p < len; p++) {
+    ctx.fillStyle = colour(below ? p / (len - 1) : 1 - p / (len - 1), d.scale);
+    if (below) ctx.fillRect(x + p, y, 1, 12); else ctx.fillRect(x, y + p, 12, 1);
+  }
+  ctx.strokeStyle = t.muted; ctx.strokeRect(x, y, below ? len : 12, below ? 12 : len);
+  ctx.fillStyle = t.fg; ctx.textAlign = below ? "center" : "left";
+  ticks.forEach(function (v) {
+    var at = (v - lo) / (hi - lo) * (len - 1);
+    if (below) ctx.fillText(tickText(v, ticks.step), x + at, y + 21);
+    else ctx.fillText(tickText(v, ticks.step), x + 16, y + len - at);
+  });
   ctx.canvas.dataset.ticks = JSON.stringify(ticks);
-  ctx.save(); ctx.translate(x + 54, y + h / 2); ctx.rotate(-Math.PI / 2);
-  ctx.textAlign = "center"; ctx.fillText(d.label || "attention weight", 0, 0); ctx.restore();
+  ctx.canvas.dataset.colourBar = below ? "below" : "right";
+  ctx.canvas.dataset.colourBarLength = String(Math.round(len));
+  ctx.save(); ctx.textAlign = "center";
+  if (below) ctx.translate(x + len / 2, y + 38);
+  else { ctx.translate(x + 24 + tickWidth(d), y + len / 2); ctx.rotate(-Math.PI / 2); }
+  ctx.fillText(d.label || "attention weight", 0, 0); ctx.restore();
 }
 
 var CANVAS_VIEWS = {}, DOM_VIEWS = {}, COMPUTE = {};

@@ -1,47 +1,135 @@
 // Part 2 of 7: the heatmap view (grids on one colour scale, token labels, a colour bar).
 // heatmap: d = {grids (H, Lq, Lk; null = NaN), rows, cols, titles, caption, vmin, vmax, scale,
-//   label, numbers (write each value in its cell), marks ([[h, i, j], ...] outlined cells)}
-function heatmap(canvas, d, t) {
-  var H = d.grids.length, Lq = d.rows.length, Lk = d.cols.length, lo = d.vmin, hi = d.vmax;
-  var room = avail(canvas), probe = setup(canvas, 10, 10), lab = 0;
-  d.rows.concat(d.cols).forEach(function (s) { lab = Math.max(lab, probe.measureText(s).width); });
-  lab = Math.ceil(lab) + 6;
-  var cell = Math.max(9, Math.min(d.numbers ? 38 : 22, Math.floor((room - lab - 90) / Math.max(Lk, 1)),
-    Math.floor(260 / Math.max(Lq, Lk))));
-  var panelW = lab + Lk * cell + 14, panelH = 20 + Lq * cell + lab, top = 34;
-  var ncols = Math.max(1, Math.min(4, H, Math.floor((room - 76) / panelW)));
-  if (H > 1 && ncols < 2 && room >= 480 && !d.numbers) { // a grid, not a column: 2 a row
-    var small = Math.floor(((room - 76) / 2 - lab - 14) / Math.max(Lk, 1));
-    if (small >= 9) {
-      cell = Math.min(cell, small); panelW = lab + Lk * cell + 14; panelH = 20 + Lq * cell + lab;
-      ncols = Math.max(2, Math.min(4, H, Math.floor((room - 76) / panelW)));
+//   label, numbers (write each value in its cell), marks ([[h, i, j], ...] outlined cells),
+//   axes (the subtitle; default "rows: queries, columns: keys")}
+// The layout (heatLayout): cells as large as the room allows (22 px, 38 with numbers); the
+// colour bar at the right, or under the grids on a narrow screen and under a short grid (a
+// single query row); several heads 2 or more a row, on a phone with the rows labelled once at
+// the left; token labels shrink with the cells (12 down to 9 px) and where even 9 px would
+// touch every other token is labelled (the subtitle says so); numbers in cells 11 down to 9 px.
+var HEAT_MIN = 9, LABEL_MIN = 9, HEAT_GAP = 14, SHARED_GAP = 8;
+
+function heatLayout(d, room) {
+  var H = d.grids.length, Lq = d.rows.length, Lk = d.cols.length, n = Math.max(Lq, Lk, 1);
+  var narrow = room < 480, bar = colourBarWidth(d), L = { shared: false };
+  var lab = widest(d.rows, "12px sans-serif") + 6;
+  function fit(reserve, label) { // the largest cell that fits one panel a row
+    return Math.max(HEAT_MIN, Math.min(d.numbers ? 38 : 22, Math.floor((room - label - reserve -
+      HEAT_GAP) / Math.max(Lk, 1)), Math.floor(264 / n)));
+  }
+  L.below = narrow;
+  L.cell = fit(L.below ? 8 : bar, lab);
+  if (!L.below && Lq * L.cell < 100) { L.below = true; L.cell = fit(8, lab); }
+  var reserve = L.below ? 8 : bar, texts = {};
+  if (d.numbers) {
+    d.grids.forEach(function (g) { g.forEach(function (r) { r.forEach(function (v) { if (v !== null) texts[fmt(v)] = 1; }); }); });
+    texts = Object.keys(texts);
+    if (L.cell < widest(texts, "9px sans-serif") + 3) { // long row labels on two lines, 10 px
+      var two = d.rows.map(function (s) { return wrap(s, Math.ceil(widest(d.rows, "10px sans-serif") * 0.6), "10px sans-serif"); });
+      var cell2 = fit(reserve, widest([].concat.apply([], two), "10px sans-serif") + 6);
+      if (cell2 >= 25 && cell2 > L.cell && two.every(function (x) { return x.length <= 2; })) {
+        L.cell = cell2; L.rowLines = two;
+      }
     }
   }
-  probe.font = "bold 13px sans-serif";
-  var words = Math.max(probe.measureText(d.caption || "").width, probe.measureText(d.axes || "").width * 0.95);
-  var width = Math.min(room, Math.max(ncols * panelW + 76, Math.ceil(words) + 10));
-  var height = top + Math.ceil(H / ncols) * panelH + 6;
-  var ctx = setup(canvas, width, height), h, i, j;
-  caption(ctx, d.caption || "", width, t);
-  ctx.fillStyle = t.muted; ctx.fillText(d.axes || "rows: queries, columns: keys", 4, 25);
+  var all = d.rows.concat(d.cols).join("");
+  function inkHeight(f) { // the tallest label's ink, ascender to descender, at f px
+    var m = measurer(f + "px sans-serif").measureText(all);
+    return m.actualBoundingBoxAscent + m.actualBoundingBoxDescent;
+  }
+  function labels() { // label font, stride and sizes for the current cell
+    L.font = 12;
+    while (L.font > LABEL_MIN && inkHeight(L.font) > L.cell - 1.5) L.font--;
+    L.stride = inkHeight(L.font) > L.cell - 1.5 ? 2 : 1; // even 9 px would touch: every other
+    var f = L.font + "px sans-serif";
+    L.rowLab = (L.rowLines ? widest([].concat.apply([], L.rowLines), "10px sans-serif") : widest(d.rows, f)) + 6;
+    L.colLab = widest(d.cols, f) + 6;
+    L.panelW = L.rowLab + Lk * L.cell + HEAT_GAP;
+  }
+  labels();
+  L.ncols = Math.max(1, Math.min(4, H, Math.floor((room - reserve) / L.panelW)));
+  if (H > 1 && L.ncols < 2 && !d.numbers) twoARow(L, d, room, reserve, labels);
+  L.step = L.shared ? Lk * L.cell + SHARED_GAP : L.panelW; // from one head's grid to the next
+  L.gridsW = L.shared ? L.rowLab + L.ncols * L.step - SHARED_GAP + 4 : L.ncols * L.panelW;
+  L.extra = L.below ? (L.shared ? 0 : 8) : bar; // the canvas's width beyond the grids
+  L.titles = (d.titles || []).map(function (s) { // centred over its grid, never over the next
+    return wrap(s, Math.max((L.shared ? L.step : Lk * L.cell + HEAT_GAP) - 4, 60), "12px sans-serif");
+  });
+  L.titleH = d.titles ? Math.max.apply(null, L.titles.map(function (x) { return x.length; })) * 14 + 6 : 6;
+  L.panelH = L.titleH + Lq * L.cell + L.colLab + 8;
+  L.numbers = 0;
+  if (d.numbers) { // the largest font (11 to 9 px) at which every number fits its cell
+    [11, 10, 9].some(function (f) {
+      var ok = f <= L.cell - 4 && widest(texts, f + "px sans-serif") <= L.cell - 3;
+      if (ok) L.numbers = f;
+      return ok;
+    });
+  }
+  return L;
+}
+
+// Several heads 2 (or more) a row rather than a column, if every token is still labelled
+// (9 px or more): each head with its own row labels (cells of 11 px or more, on a wide
+// screen), or else (a phone) the rows labelled once at the left of each row of heads.
+function twoARow(L, d, room, reserve, labels) {
+  var H = d.grids.length, Lk = d.cols.length, first = L.cell, c;
+  for (c = first; c >= 11 && room >= 480 && !L.two; c--) {
+    L.cell = c; labels();
+    if (L.stride === 1 && 2 * L.panelW <= room - reserve) L.two = "own";
+  }
+  for (c = first; c >= 10 && !L.two; c--) {
+    L.cell = c; labels();
+    if (L.stride === 1 && L.rowLab + 2 * Lk * c + SHARED_GAP + (L.below ? 4 : reserve) <= room) L.two = "shared";
+  }
+  if (!L.two) { L.cell = first; labels(); return; }
+  L.shared = L.two === "shared";
+  L.ncols = Math.max(2, Math.min(4, H, L.shared ? Math.floor((room - L.rowLab - (L.below ? 4 : reserve) +
+    SHARED_GAP) / (Lk * L.cell + SHARED_GAP)) : Math.floor((room - reserve) / L.panelW)));
+}
+
+function heatmap(canvas, d, t) {
+  var H = d.grids.length, Lq = d.rows.length, Lk = d.cols.length, lo = d.vmin, hi = d.vmax;
+  var room = avail(canvas), L = heatLayout(d, room), cell = L.cell, h, i, j;
+  var axes = (d.axes || "rows: queries, columns: keys") +
+    (L.stride > 1 ? " (every other token labelled)" : "");
+  // as wide as the grids, or the caption on one line; the subtitle wraps (a longer subtitle,
+  // e.g. chapter 09's "outlined: put back", does not widen the canvas and move the views)
+  var words = widest([d.caption || ""], CAPTION_FONT);
+  var width = Math.min(room, Math.max(L.gridsW + L.extra, words + 12));
+  var cap = heading(d.caption || "", width), sub = wrap(axes, width - 8, "12px sans-serif");
+  var top = cap.h + sub.length * 15 + 2, nrows = Math.ceil(H / L.ncols);
+  var barLen = L.below ? Math.min(220, width - L.rowLab - 20)
+    : Math.min(200, Math.max(100, nrows * L.panelH - L.titleH - 12));
+  var height = top + nrows * L.panelH + (L.below ? COLOUR_BAR_BELOW + 4 : 6);
+  if (!L.below) height = Math.max(height, top + L.titleH + barLen + 10);
+  var ctx = setup(canvas, width, height), panels = [];
+  caption(ctx, cap, t);
+  ctx.fillStyle = t.muted; ctx.textAlign = "left";
+  sub.forEach(function (s, k) { ctx.fillText(s, 4, cap.h + 6 + k * 15); });
+  var labelFont = L.font + "px sans-serif";
   for (h = 0; h < H; h++) {
-    var x0 = (h % ncols) * panelW + lab, y0 = top + Math.floor(h / ncols) * panelH + 18;
+    var c = h % L.ncols, x0 = L.shared ? L.rowLab + c * L.step : c * L.panelW + L.rowLab;
+    var y0 = top + Math.floor(h / L.ncols) * L.panelH + L.titleH;
+    panels.push([x0, y0]);
     ctx.fillStyle = t.fg; ctx.textAlign = "center";
-    if (d.titles) ctx.fillText(d.titles[h], x0 + Lk * cell / 2, y0 - 9);
+    (L.titles[h] || []).forEach(function (s, k, all) {
+      ctx.fillText(s, x0 + Lk * cell / 2, y0 - 10 - (all.length - 1 - k) * 14);
+    });
     for (i = 0; i < Lq; i++) {
       for (j = 0; j < Lk; j++) {
         var v = d.grids[h][i][j], cx = x0 + j * cell, cy = y0 + i * cell;
         if (v === null) { // NaN: grey with a cross
-          ctx.fillStyle = t.nan; ctx.fillRect(cx, cy, cell, cell); ctx.strokeStyle = t.accent;
-          ctx.beginPath(); ctx.moveTo(cx + 2, cy + 2); ctx.lineTo(cx + cell - 2, cy + cell - 2);
-          ctx.moveTo(cx + cell - 2, cy + 2); ctx.lineTo(cx + 2, cy + cell - 2); ctx.stroke();
+          ctx.fillStyle = t.nan; ctx.fillRect(cx, cy, cell, cell); ctx.strokeStyle = t.nanCross;
+          ctx.lineWidth = 1.5; ctx.beginPath(); ctx.moveTo(cx + 2, cy + 2);
+          ctx.lineTo(cx + cell - 2, cy + cell - 2); ctx.moveTo(cx + cell - 2, cy + 2);
+          ctx.lineTo(cx + 2, cy + cell - 2); ctx.stroke(); ctx.lineWidth = 1;
           continue;
         }
         var u = (v - lo) / (hi - lo);
         ctx.fillStyle = colour(u, d.scale); ctx.fillRect(cx, cy, cell, cell);
-        if (d.numbers && cell >= 26) {
+        if (L.numbers) {
           var light = d.scale === "diverging" ? Math.abs(u - 0.5) < 0.3 : u > 0.55;
-          ctx.fillStyle = light ? "#111" : "#fff"; ctx.font = "10px sans-serif";
+          ctx.fillStyle = light ? "#111" : "#fff"; ctx.font = L.numbers + "px sans-serif";
           ctx.fillText(fmt(v), cx + cell / 2, cy + cell / 2); ctx.font = "12px sans-serif";
         }
       }
@@ -51,20 +139,33 @@ function heatmap(canvas, d, t) {
       ctx.strokeStyle = t.accent; ctx.lineWidth = 2;
       ctx.strokeRect(x0 + m[2] * cell + 1, y0 + m[1] * cell + 1, cell - 2, cell - 2); ctx.lineWidth = 1;
     });
-    ctx.fillStyle = t.fg; ctx.textAlign = "right";
-    for (i = 0; i < Lq; i++) ctx.fillText(d.rows[i], x0 - 3, y0 + (i + 0.5) * cell);
-    for (j = 0; j < Lk; j++) {
+    ctx.fillStyle = t.fg; ctx.textAlign = "right"; ctx.font = labelFont;
+    for (i = 0; i < Lq && (!L.shared || c === 0); i += L.stride) {
+      if (!L.rowLines) { ctx.fillText(d.rows[i], x0 - 3, y0 + (i + 0.5) * cell); continue; }
+      ctx.font = "10px sans-serif"; // a long label on two lines
+      L.rowLines[i].forEach(function (s, k, all) {
+        ctx.fillText(s, x0 - 3, y0 + (i + 0.5) * cell + (k - (all.length - 1) / 2) * 12);
+      });
+      ctx.font = labelFont;
+    }
+    for (j = 0; j < Lk; j += L.stride) {
       ctx.save(); ctx.translate(x0 + (j + 0.5) * cell, y0 + Lq * cell + 3); ctx.rotate(-Math.PI / 2);
       ctx.fillText(d.cols[j], 0, 0); ctx.restore();
     }
+    ctx.font = "12px sans-serif";
   }
-  colourBar(ctx, ncols * panelW + 6, top + 18, Math.max(60, Math.min(height - top - 30, 200)), d, t);
+  if (L.below) colourBar(ctx, L.rowLab, height - COLOUR_BAR_BELOW, barLen, d, t, true);
+  else colourBar(ctx, L.gridsW + 6, top + L.titleH, barLen, d, t, false);
   canvas.dataset.values = JSON.stringify(roundDeep(d.grids));
   canvas.dataset.heads = String(H);
-  canvas.dataset.columns = String(ncols); // heatmaps a row
+  canvas.dataset.columns = String(L.ncols); // heatmaps a row
+  canvas.dataset.labelStride = String(L.stride);
+  canvas.dataset.numbers = String(L.numbers); // the numbers' font size (0: none written)
+  canvas.mhaGeom = { cell: cell, panels: panels, labelFont: L.font, shared: L.shared };
   return (d.caption ? d.caption + ". " : "") + H + (H === 1 ? " heatmap" : " heatmaps") +
     (d.titles ? " (" + d.titles.join("; ") + ")" : "") + "; rows: " + d.rows.join(" ") +
-    "; columns: " + d.cols.join(" ") + "; colour from " + lo + " to " + hi + ".";
+    "; columns: " + d.cols.join(" ") + "; colour from " + lo + " to " + hi + "." +
+    (L.stride > 1 ? " Every other token is labelled." : "");
 }
 
 CANVAS_VIEWS.heatmap = heatmap;

@@ -6,10 +6,16 @@
 //   width and opacity are the weight. Every token is a button: keyboard focus or a mouse over
 //   it shows only its lines, a click or tap pins them (aria-pressed; Escape unpins), arrow
 //   keys move between tokens (one tab stop per column). With H > 1 a select picks the head.
+//   Nothing above the token columns changes while the pointer moves over them (the words
+//   that name the focused token sit under the columns), so no token moves under the pointer.
+//   A label that occurs twice is named with its position ("the (3)").
 //   The view's element carries data-values = {head, focus: {side, index, label} | null,
 //   lines: [[query, key, weight], ...] (every line drawn)}, data-focus-draws (its own redraws),
 //   data-drawn-at and data-draw-ms; its canvas an aria-label saying what it draws.
 var LINE_ROW = 26, LINE_CUT = 0.05; // lines of a weight under LINE_CUT are not drawn
+// a line's opacity: 0.25 + 1.5 x its weight, solid from 0.5 (a 0.3 line is not pale), its
+// width 1 + 4.5 x the weight: both grow with the weight over the whole range
+var LINE_ALPHA = 0.25;
 function lines(box, d, t) {
   var shape = JSON.stringify([d.rows, d.cols, d.titles, d.grids.length]), m = box.mhaLines;
   if (!m || m.shape !== shape) m = box.mhaLines = buildLines(box, d, shape);
@@ -43,8 +49,7 @@ function buildLines(box, d, shape) {
   m.legend = el("p", { "class": "mha-lines-legend" }); m.legend.style.cssText = "margin:.2em 0;font-size:13px";
   box.appendChild(m.legend);
   m.said = el("p", { "class": "mha-lines-readout", "aria-live": "polite" });
-  m.said.style.cssText = "margin:.2em 0;min-height:1.3em";
-  box.appendChild(m.said);
+  m.said.style.cssText = "margin:.3em 0;min-height:2.6em";
   var row = el("div"); row.style.cssText = "display:flex;align-items:flex-start";
   function column(side, labels) {
     var col = el("div", { role: "group", "aria-label": side === "query" ? "queries" : "keys" });
@@ -91,7 +96,7 @@ function buildLines(box, d, shape) {
   m.canvas.style.cssText = "margin:22px 0 0;flex:none";
   m.right = column("key", d.cols);
   row.appendChild(m.left); row.appendChild(m.canvas); row.appendChild(m.right);
-  box.appendChild(row);
+  box.appendChild(row); box.appendChild(m.said);
   return m;
 }
 
@@ -120,35 +125,49 @@ function drawLines(m) {
       var v = w[i][j] === null ? 0 : w[i][j], a = Math.max(0, Math.min(1, v));
       drawn.push([i, j, round(v)]);
       if (a < cut) continue;
-      ctx.globalAlpha = a; ctx.lineWidth = 0.5 + 5 * a;
+      ctx.globalAlpha = Math.min(1, LINE_ALPHA + 1.5 * a); ctx.lineWidth = 1 + 4.5 * a;
       ctx.beginPath(); ctx.moveTo(2, yq(i)); ctx.lineTo(width - 2, yq(j)); ctx.stroke();
     }
   }
   ctx.globalAlpha = 1; ctx.lineWidth = 1;
-  var head = d.titles ? d.titles[h] : "", who = f ? f[0] + " " + (f[0] === "query" ? d.rows : d.cols)[f[1]] : null;
-  m.cap.textContent = (d.caption || "") + (head && d.grids.length > 1 ? " (" + head + ")" : "") +
-    (who ? ": the lines of " + who : ": every query's lines");
+  var head = d.titles ? d.titles[h] : "", who = f ? f[0] + " " + tokenName(f[0] === "query" ? d.rows : d.cols, f[1]) : null;
+  m.cap.textContent = (d.caption || "") + (head && d.grids.length > 1 ? " (" + head + ")" : "");
   var words;
   if (f) {
-    words = who + ": " + drawn.map(function (l) { return (f[0] === "query" ? d.cols[l[1]] : d.rows[l[0]]) + " " + fmt(l[2]); }).join(", ");
+    words = who + ": " + drawn.map(function (l) { return (f[0] === "query" ? tokenName(d.cols, l[1]) : tokenName(d.rows, l[0])) + " " + fmt(l[2]); }).join(", ");
   } else {
     words = "the strongest line of each query: " + w.map(function (r, i) {
       var best = 0; r.forEach(function (x, j) { if (x > r[best]) best = j; });
-      return d.rows[i] + " to " + d.cols[best] + " " + fmt(r[best]);
+      return tokenName(d.rows, i) + " to " + tokenName(d.cols, best) + " " + fmt(r[best]);
     }).join(", ");
   }
   m.canvas.setAttribute("aria-label", "Lines from queries (left) to keys (right), width and opacity the " +
     (d.label || "attention weight") + (head ? ", " + head : "") + "; " + words + ".");
   var said = linesSaid(d, f, drawn, cut);
   m.legend.textContent = "Line width and opacity: the " + (d.label || "attention weight") +
-    " (thin and faint near " + cut + ", thick and solid at 1); lines under " + cut + " are not drawn.";
-  m.said.textContent = said.text;
+    " (thin and light near " + cut + ", solid from 0.5, thickest at 1); lines under " + cut + " are not drawn.";
+  m.said.textContent = said.text + whose(m, f);
   m.box.dataset.values = JSON.stringify({ head: h, focus: f ? { side: f[0], index: f[1],
     label: (f[0] === "query" ? d.rows : d.cols)[f[1]] } : null, lines: drawn, threshold: cut,
     shown: said.shown, largest: said.largest });
   m.box.dataset.focusDraws = String(+(m.box.dataset.focusDraws || 0) + 1);
   m.box.dataset.drawnAt = String(performance.now());
   m.box.dataset.drawMs = String(+m.box.dataset.drawnAt - start);
+}
+// a token's name in words: its label, with its position where the label occurs twice
+function tokenName(list, i) {
+  return list.indexOf(list[i]) !== list.lastIndexOf(list[i]) ? list[i] + " (" + i + ")" : list[i];
+}
+// where a step control chooses the query (focus_from), which query's lines these are: the
+// step's, or a focused token's, which override the step until the focus or pin leaves
+function whose(m, f) {
+  var d = m.d, base = m.base;
+  if (!base || !f || !d.focus_from) return "";
+  function name(g) { return g[0] + " " + tokenName(g[0] === "query" ? d.rows : d.cols, g[1]); }
+  if (base[0] === f[0] && base[1] === f[1]) return " These are the lines of the step's " + name(base) + ".";
+  return " These are the lines of the " + name(f) + " you " + (m.hover ? "focus or point at" :
+    "pinned") + ", not of the step's " + name(base) + ", which come back when " +
+    (m.hover ? "the focus or pointer leaves." : "you tap the token again or press Escape.");
 }
 // what a focused token's lines say, in words: its largest weights ("m \u2192 c: 0.97"), or
 // that none reaches the drawing threshold (a key nobody attends to draws nothing)
@@ -166,7 +185,7 @@ function linesSaid(d, f, drawn, cut) {
   var largest = top.map(function (l) { return [l[0], l[1], l[2]]; });
   return { shown: shown, largest: largest, text: (f[0] === "query" ? "Query " : "Key ") + name + " (" + f[1] +
     "), largest weights: " + top.map(function (l) {
-      return d.rows[l[0]] + " \u2192 " + d.cols[l[1]] + ": " + fmt(l[2]);
+      return tokenName(d.rows, l[0]) + " \u2192 " + tokenName(d.cols, l[1]) + ": " + fmt(l[2]);
     }).join(", ") + (shown > top.length ? " (" + shown + " lines over " + cut + ")" : "") + "." };
 }
 DOM_VIEWS.lines = lines;

@@ -39,12 +39,37 @@ function buildControl(c, uid, onChange) {
   return { spec: c, input: input, out: out };
 }
 
+// A control the picture does not use shows no value that could contradict it: a slider's
+// number becomes a dash (redraw), a select shows a dash option while it keeps the reader's
+// choice (data-keep, which values() reads; it comes back when the control is used again), a
+// box is drawn half-ticked (indeterminate) over the reader's own tick.
+var UNUSED = "unused", UNUSED_SAID = "not used by this source";
+function showUnused(k, unused) {
+  var input = k.input, dash = input.querySelector ? input.querySelector("option[data-unused]") : null;
+  if (k.spec.kind === "toggle") { input.indeterminate = unused; return; }
+  if (k.spec.kind !== "select") return;
+  if (unused) {
+    if (!dash) {
+      dash = el("option", { value: UNUSED, "data-unused": "1", "aria-label": UNUSED_SAID }, "\u2014");
+      dash.hidden = true; input.appendChild(dash);
+    }
+    if (input.value !== UNUSED) { input.dataset.keep = input.value; input.value = UNUSED; }
+  } else if (dash) {
+    if (input.value === UNUSED) input.value = input.dataset.keep;
+    input.removeChild(dash); delete input.dataset.keep;
+  }
+}
+
 // ---------------------------------------------------------------- a figure
 function mount(root) {
   var spec = JSON.parse(root.querySelector("script.mha-spec").textContent), uid = "mha-live-" + (++counter);
   var ctl = {}, views = {}, last = null;
   var box = root.querySelector(".mha-controls");
-  function index(name) { var c = ctl[name]; return c.spec.kind === "toggle" ? (c.input.checked ? 1 : 0) : Number(c.input.value); }
+  function index(name) { // a select showing its dash (unused) still holds the reader's choice
+    var c = ctl[name], input = c.input;
+    if (c.spec.kind === "toggle") return input.checked ? 1 : 0;
+    return Number(input.value === UNUSED ? input.dataset.keep : input.value);
+  }
   function values() {
     var v = {}; spec.controls.forEach(function (c) { v[c.name] = c.values[index(c.name)]; }); return v;
   }
@@ -59,8 +84,9 @@ function mount(root) {
 
   function apply(st) { // options and disabled controls a state asks for
     Object.keys(st.options || {}).forEach(function (name) {
-      var c = ctl[name], offered = st.options[name], sel = c.input, old = Number(sel.value);
-      var now = Array.prototype.map.call(sel.options, function (o) { return Number(o.value); });
+      var c = ctl[name], offered = st.options[name], sel = c.input, old = index(name);
+      var now = Array.prototype.filter.call(sel.options, function (o) { return o.value !== UNUSED; })
+        .map(function (o) { return Number(o.value); });
       if (now.join() !== offered.join()) {
         sel.textContent = "";
         offered.forEach(function (i) { sel.appendChild(el("option", { value: String(i) }, labelOf(c.spec, i))); });
@@ -105,12 +131,14 @@ function mount(root) {
   function redraw(changed) {
     var start = performance.now(), st = state(changed), t = theme(root);
     spec.controls.forEach(function (c) {
-      var k = ctl[c.name], i = index(c.name), unused = st.unused && st.unused[c.name];
+      var k = ctl[c.name], i = index(c.name), unused = !!(st.unused && st.unused[c.name]);
       // a control the picture does not use (a trained layer's own sizes) shows no stale value
       var shown = unused ? "\u2014" : labelOf(c, i);
       if (k.out) k.out.textContent = shown;
       if (c.kind === "range" || c.kind === "step") {
-        k.input.setAttribute("aria-valuetext", unused ? "not used by this source" : shown);
+        k.input.setAttribute("aria-valuetext", unused ? UNUSED_SAID : shown);
+      } else {
+        showUnused(k, unused);
       }
     });
     spec.views.forEach(function (v) {
