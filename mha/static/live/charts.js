@@ -69,47 +69,90 @@ function xTickLabels(ctx, labels, X, y, width) {
   });
 }
 
+// the series' names above the plot: a short line in the series' colour and dash, then its name;
+// entries flow left to right and wrap onto more rows (never cut, never drawn over a curve)
+var LEGEND_FONT = "12px sans-serif", LEGEND_ROW = 16;
+function legendLayout(labels, width) {
+  var m = measurer(LEGEND_FONT), rows = [[]], x = 4;
+  labels.forEach(function (s, n) {
+    var w = 22 + m.measureText(s).width;
+    if (x > 4 && x + w > width - 4) { rows.push([]); x = 4; }
+    rows[rows.length - 1].push({ n: n, s: s, x: x }); x += w + 14;
+  });
+  return { rows: rows, h: rows.length * LEGEND_ROW };
+}
+function legend(ctx, lay, top, colours, t) {
+  ctx.font = LEGEND_FONT; ctx.textAlign = "left";
+  lay.rows.forEach(function (row, r) {
+    var y = top + (r + 0.5) * LEGEND_ROW;
+    row.forEach(function (e) {
+      ctx.strokeStyle = colours[e.n % 3]; ctx.lineWidth = 2; ctx.setLineDash(e.n ? [5, 3] : []);
+      ctx.beginPath(); ctx.moveTo(e.x, y); ctx.lineTo(e.x + 18, y); ctx.stroke();
+      ctx.setLineDash([]); ctx.lineWidth = 1; ctx.fillStyle = t.fg; ctx.fillText(e.s, e.x + 22, y);
+    });
+  });
+}
+function least(a) { return Math.min.apply(null, a); }
+function most(a) { return Math.max.apply(null, a); }
+
+// A plot whose data has y_log: true has both axes log2-spaced (chapter 10's cache against the
+// context), ticks at powers of 2 (1/8, 1, 4, ...), so a quantity proportional to x is a straight
+// line of slope 1; other plots have a linear y axis at nice ticks (x log2-spaced with x_log).
 function plot(canvas, d, t) {
-  var room = avail(canvas), width = Math.min(room, 560), x0 = 56, cap = heading(d.caption || "", width);
-  var y0 = cap.h + 8, ph = 170, height = y0 + ph + 52, pw = width - x0 - 12;
-  var ctx = setup(canvas, width, height);
+  var loglog = !!d.y_log, room = avail(canvas), width = Math.min(room, 560), x0 = 56;
+  var cap = heading(d.caption || "", width);
+  var lg = legendLayout(d.series.map(function (s) { return s.label; }), width);
+  var y0 = cap.h + lg.h + 10, ph = 170, height = y0 + ph + 52, pw = width - x0 - 12;
+  var ctx = setup(canvas, width, height), colours = [t.bar, t.accent, t.muted];
   caption(ctx, cap, t);
-  var xs = d.x.map(function (v) { return d.x_log ? Math.log2(v) : v; });
-  var xlo = Math.min.apply(null, xs), xhi = Math.max.apply(null, xs), all = [];
-  d.series.forEach(function (s) { all = all.concat(s.y.filter(function (v) { return v !== null; })); });
-  var lo = d.y_min !== undefined ? d.y_min : Math.min.apply(null, all);
-  var hi = d.y_max !== undefined ? d.y_max : Math.max.apply(null, all);
-  if (hi === lo) hi = lo + 1;
+  legend(ctx, lg, cap.h + 2, colours, t);
+  function ok(v) { return v !== null && (!loglog || v > 0); }
+  var xs = d.x.map(function (v) { return d.x_log || loglog ? Math.log2(v) : v; }), all = [];
+  d.series.forEach(function (s) { all = all.concat(s.y.filter(ok)); });
+  var xlo = least(xs), xhi = most(xs), lo, hi, ticks, tickY, text;
+  if (loglog) { // exponents of 2: lo, lo + step, ..., hi
+    lo = Math.floor(Math.log2(least(all))); hi = Math.ceil(Math.log2(most(all)));
+    if (hi === lo) hi = lo + 1;
+    var step = Math.max(1, Math.ceil((hi - lo) / 5));
+    lo = Math.floor(lo / step) * step; hi = Math.ceil(hi / step) * step;
+    ticks = []; for (var k = lo; k <= hi; k += step) ticks.push(k);
+    tickY = function (k) { return Y(Math.pow(2, k)); };
+    text = function (k) { return k >= 0 ? String(Math.pow(2, k)) : "1/" + Math.pow(2, -k); };
+  } else {
+    lo = d.y_min !== undefined ? d.y_min : least(all);
+    hi = d.y_max !== undefined ? d.y_max : most(all);
+    if (hi === lo) hi = lo + 1;
+    ticks = niceTicks(lo, hi, 5); tickY = function (v) { return Y(v); };
+    text = function (v) { return tickText(v, ticks.step); };
+    canvas.dataset.ticks = JSON.stringify(ticks);
+  }
   function X(i) { return x0 + (xs[i] - xlo) / ((xhi - xlo) || 1) * pw; }
-  function Y(v) { return y0 + ph - (v - lo) / (hi - lo) * ph; }
+  function Y(v) { return y0 + ph - ((loglog ? Math.log2(v) : v) - lo) / (hi - lo) * ph; }
   ctx.strokeStyle = t.muted; ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x0, y0 + ph);
   ctx.lineTo(x0 + pw, y0 + ph); ctx.stroke(); ctx.fillStyle = t.fg; ctx.textAlign = "right";
-  var ticks = niceTicks(lo, hi, 5);
-  ticks.forEach(function (tv) { ctx.fillText(tickText(tv, ticks.step), x0 - 4, Y(tv)); });
-  canvas.dataset.ticks = JSON.stringify(ticks);
+  ticks.forEach(function (v) { ctx.fillText(text(v), x0 - 4, tickY(v)); });
   xTickLabels(ctx, d.x, X, y0 + ph + 12, width);
   ctx.fillText(d.x_label || "", x0 + pw / 2, height - 10);
   ctx.save(); ctx.translate(12, y0 + ph / 2); ctx.rotate(-Math.PI / 2); ctx.fillText(d.y_label || "", 0, 0); ctx.restore();
-  var colours = [t.bar, t.accent, t.muted];
   d.series.forEach(function (s, n) {
     ctx.strokeStyle = ctx.fillStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.setLineDash(n ? [5, 3] : []);
     ctx.beginPath();
-    s.y.forEach(function (v, i) { if (v !== null) { if (i && s.y[i - 1] !== null) ctx.lineTo(X(i), Y(v)); else ctx.moveTo(X(i), Y(v)); } });
+    s.y.forEach(function (v, i) { if (ok(v)) { if (i && ok(s.y[i - 1])) ctx.lineTo(X(i), Y(v)); else ctx.moveTo(X(i), Y(v)); } });
     ctx.stroke(); ctx.setLineDash([]); ctx.lineWidth = 1;
-    s.y.forEach(function (v, i) { if (v !== null) { ctx.beginPath(); ctx.arc(X(i), Y(v), 2.5, 0, 7); ctx.fill(); } });
-    ctx.textAlign = "left"; ctx.fillText(s.label, x0 + 8 + n * Math.floor(pw / 2), y0 + 4);
+    s.y.forEach(function (v, i) { if (ok(v)) { ctx.beginPath(); ctx.arc(X(i), Y(v), 2.5, 0, 7); ctx.fill(); } });
   });
   if (d.marker !== undefined && d.marker !== null) { // the current setting: a ring on its series
     d.series.forEach(function (s, n) {
-      var v = s.y[d.marker]; if (v === null || !ringed(d, n)) return;
+      var v = s.y[d.marker]; if (!ok(v) || !ringed(d, n)) return;
       ctx.strokeStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.beginPath();
       ctx.arc(X(d.marker), Y(v), 6, 0, 7); ctx.stroke(); ctx.lineWidth = 1;
     });
   }
   canvas.dataset.values = JSON.stringify(d.series.map(function (s) { return roundDeep(s.y); }));
-  return (d.caption ? d.caption + ". " : "") + d.series.map(function (s) {
-    return s.label + ": " + d.x.map(function (x, i) { return x + " " + fmt(s.y[i]); }).join(", ");
-  }).join("; ") + ".";
+  return (d.caption ? d.caption + ". " : "") + (loglog ? "Both axes on a log scale. " : "") +
+    d.series.map(function (s) {
+      return s.label + ": " + d.x.map(function (x, i) { return x + " " + fmt(s.y[i]); }).join(", ");
+    }).join("; ") + ".";
 }
 
 // table: d = {columns, rows: [[label, v1, ...]], caption}; text: d = {text}
@@ -133,52 +176,5 @@ function table(el, d) {
   el.appendChild(tab);
 }
 
-// ---- plot with both axes log2-spaced (chapter 10's cache against the context): a
-// self-contained addition. A plot whose data has y_log: true (and x_log) is drawn here, every
-// other plot by plot() above. Ticks: powers of 2 (1/8, 1, 4, ...), so a quantity proportional
-// to x is a straight line of slope 1. data-values: the numbers drawn, as plot() gives them.
-function plotLogLog(canvas, d, t) {
-  var room = avail(canvas), width = Math.min(room, 560), x0 = 56, cap = heading(d.caption || "", width);
-  var y0 = cap.h + 8, ph = 170, height = y0 + ph + 52, pw = width - x0 - 12;
-  var ctx = setup(canvas, width, height);
-  caption(ctx, cap, t);
-  var xs = d.x.map(function (v) { return Math.log2(v); }), all = [];
-  d.series.forEach(function (s) { all = all.concat(s.y.filter(function (v) { return v !== null && v > 0; })); });
-  var xlo = Math.min.apply(null, xs), xhi = Math.max.apply(null, xs);
-  var lo = Math.floor(Math.log2(Math.min.apply(null, all))), hi = Math.ceil(Math.log2(Math.max.apply(null, all)));
-  if (hi === lo) hi = lo + 1;
-  var step = Math.max(1, Math.ceil((hi - lo) / 5));
-  lo = Math.floor(lo / step) * step; hi = Math.ceil(hi / step) * step;
-  function X(i) { return x0 + (xs[i] - xlo) / ((xhi - xlo) || 1) * pw; }
-  function Y(v) { return y0 + ph - (Math.log2(v) - lo) / (hi - lo) * ph; }
-  function power(k) { return k >= 0 ? String(Math.pow(2, k)) : "1/" + Math.pow(2, -k); }
-  ctx.strokeStyle = t.muted; ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x0, y0 + ph);
-  ctx.lineTo(x0 + pw, y0 + ph); ctx.stroke(); ctx.fillStyle = t.fg; ctx.textAlign = "right";
-  for (var k = lo; k <= hi; k += step) ctx.fillText(power(k), x0 - 4, Y(Math.pow(2, k)));
-  xTickLabels(ctx, d.x, X, y0 + ph + 12, width);
-  ctx.fillText(d.x_label || "", x0 + pw / 2, height - 10);
-  ctx.save(); ctx.translate(12, y0 + ph / 2); ctx.rotate(-Math.PI / 2); ctx.fillText(d.y_label || "", 0, 0); ctx.restore();
-  var colours = [t.bar, t.accent, t.muted];
-  function ok(v) { return v !== null && v > 0; }
-  d.series.forEach(function (s, n) {
-    ctx.strokeStyle = ctx.fillStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.setLineDash(n ? [5, 3] : []);
-    ctx.beginPath();
-    s.y.forEach(function (v, i) { if (ok(v)) { if (i && ok(s.y[i - 1])) ctx.lineTo(X(i), Y(v)); else ctx.moveTo(X(i), Y(v)); } });
-    ctx.stroke(); ctx.setLineDash([]); ctx.lineWidth = 1;
-    s.y.forEach(function (v, i) { if (ok(v)) { ctx.beginPath(); ctx.arc(X(i), Y(v), 2.5, 0, 7); ctx.fill(); } });
-    ctx.textAlign = "left"; ctx.fillText(s.label, x0 + 8 + n * Math.floor(pw / 2), y0 + 4);
-  });
-  if (d.marker !== undefined && d.marker !== null) { // the current setting: a ring on its series
-    d.series.forEach(function (s, n) {
-      var v = s.y[d.marker]; if (!ok(v) || !ringed(d, n)) return;
-      ctx.strokeStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.beginPath();
-      ctx.arc(X(d.marker), Y(v), 6, 0, 7); ctx.stroke(); ctx.lineWidth = 1;
-    });
-  }
-  canvas.dataset.values = JSON.stringify(d.series.map(function (s) { return roundDeep(s.y); }));
-  return (d.caption ? d.caption + ". " : "") + "Both axes on a log scale. " + d.series.map(function (s) {
-    return s.label + ": " + d.x.map(function (x, i) { return x + " " + fmt(s.y[i]); }).join(", ");
-  }).join("; ") + ".";
-}
 CANVAS_VIEWS.bars = bars;
-CANVAS_VIEWS.plot = function (canvas, d, t) { return d.y_log ? plotLogLog(canvas, d, t) : plot(canvas, d, t); };
+CANVAS_VIEWS.plot = plot;

@@ -69,7 +69,7 @@ COMPUTE.explorer = function (v, data, changed, root) {
         : v.mask === "padding" ? function (i, j) { return j < valid; } : function () { return true; } };
     titles = [];
     for (var h = 0; h < H; h++) titles.push("head " + h + (Hkv < H ? " (kv " + Math.floor(h / (H / Hkv)) + ")" : ""));
-    caption = H + " heads" + (Hkv < H ? ", " + Hkv + " key/value heads" : "") + ", L = " + L + ", d_model = " + data.d_model +
+    caption = plural(H, "head") + (Hkv < H ? ", " + plural(Hkv, "key/value head") : "") + ", L = " + L + ", d_model = " + data.d_model +
       ", T = " + T.toFixed(2) + ", mask: " + v.mask + ", seed " + seed;
     var c = data.counts[H + "," + Hkv + "," + L];
     counts = "d_head = " + Dh + ", parameters " + c[0].toLocaleString("en") + ", FLOPs " +

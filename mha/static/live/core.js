@@ -72,10 +72,12 @@ function round(x) { return x === null || !isFinite(x) ? null : Math.round(x * 1e
 function roundDeep(a) { return Array.isArray(a) ? a.map(roundDeep) : round(a); }
 // a number as drawn: two decimals, but a small non-zero one (a softmax weight is never 0) in
 // exponent form, so that 0.0003 does not read as "0.00"
+function plural(n, noun) { return n + " " + noun + (n === 1 ? "" : "s"); }
 function fmt(x) {
   if (x === null) return "NaN";
   if (x === 0) return "0";
   if (x !== 0 && Math.abs(x) < 0.005) return x.toExponential(0);
+  if (Number.isInteger(x)) return String(x); // a count: 16, not 16.00
   return Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(2);
 }
 
