@@ -139,3 +139,20 @@ def test_bars_say_what_a_missing_value_means():
     d = views.bars([0.5, float("nan")], ["k0", "k1"], null_label="not yet")
     assert d["values"] == [0.5, None] and d["null_label"] == "not yet"
     assert views.bars([1.0], ["k"])["null_label"] == "n/a"
+
+
+def test_small_values_keep_a_significant_digit():
+    assert views._numbers([7.2e-06, -3e-09, 0.0, 0.123456, 2e-4]) == [7e-06, -3e-09, 0.0,
+                                                                     0.12346, 0.0002]
+
+
+def test_heatmap_ticks_and_bar_decimals():
+    d = views.heatmap([[0.0, 1.0]], ["q"], ["a", "b"], ticks=[0, 1],
+                      tick_labels=["blocked", "may attend"])
+    assert d["ticks"] == [0.0, 1.0] and d["tick_labels"] == ["blocked", "may attend"]
+    with pytest.raises(ValueError, match=r"ticks must lie in vmin..vmax = 0.0..1.0; got \[2.0\]"):
+        views.heatmap([[0.0]], ["q"], ["a"], ticks=[2])
+    with pytest.raises(ValueError, match="tick_labels must have one label per tick"):
+        views.heatmap([[0.0]], ["q"], ["a"], ticks=[0, 1], tick_labels=["x"])
+    assert views.bars([99.96], ["k"], decimals=1)["decimals"] == 1
+    assert "decimals" not in views.bars([0.5], ["k"])

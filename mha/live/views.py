@@ -17,22 +17,38 @@ VIEW_KINDS = ("heatmap", "bars", "plot", "table", "text", "lines", "strips", "ar
 
 def _numbers(x, digits=5):
     """Nested lists of floats, NaN and infinities as None (JSON has neither), rounded to
-    ``digits`` decimals (the tests compare the page with Python to 1e-3)."""
+    ``digits`` decimals (the tests compare the page with Python to 1e-3); a value too small for
+    that keeps one significant digit instead (7e-06, not 0: a softmax weight is never 0, and the
+    page writes small numbers as 7e-6)."""
     if hasattr(x, "tolist"):
         x = x.tolist()
     if isinstance(x, (list, tuple)):
         return [_numbers(v, digits) for v in x]
     x = float(x)
-    return None if not math.isfinite(x) else round(x, digits)
+    if not math.isfinite(x):
+        return None
+    if x != 0 and abs(x) < 10.0 ** -(digits - 1):
+        return float(f"{x:.0e}")
+    return round(x, digits)
 
 
 def heatmap(grids, rows, cols, *, titles=None, caption="", vmin=0.0, vmax=1.0, scale="viridis",
-            label="attention weight", numbers=False, marks=None, axes=None, digits=5):
+            label="attention weight", numbers=False, marks=None, axes=None, digits=5,
+            ticks=None, tick_labels=None):
     """Heatmaps on one colour scale: ``grids`` (H, Lq, Lk) (a tensor or nested lists; NaN drawn
     as a crossed grey cell), ``rows``/``cols`` token labels, ``titles`` one per heatmap,
     ``scale`` ``viridis`` or ``diverging``, ``numbers`` writes each value in its cell, ``marks``
     ``[(h, i, j), ...]`` outlines cells, ``axes`` replaces the "rows: queries" line; values are
-    rounded to ``digits`` decimals."""
+    rounded to ``digits`` decimals. ``ticks`` (values in ``vmin..vmax``) and ``tick_labels``
+    (one per tick) replace the colour bar's numbers, e.g. ``[0, 1]`` and ``["blocked", "may
+    attend"]`` for a mask."""
+    if ticks is not None:
+        ticks = [float(v) for v in ticks]
+        if any(not vmin <= v <= vmax for v in ticks):
+            raise ValueError(f"ticks must lie in vmin..vmax = {vmin}..{vmax}; got {ticks}")
+        if tick_labels is not None and len(tick_labels) != len(ticks):
+            raise ValueError(f"tick_labels must have one label per tick ({len(ticks)}); got "
+                             f"{len(tick_labels)}")
     grids = _numbers(grids, digits)
     if len(grids) and not isinstance(grids[0][0], list):
         grids = [grids]  # one (Lq, Lk) grid
@@ -41,17 +57,24 @@ def heatmap(grids, rows, cols, *, titles=None, caption="", vmin=0.0, vmax=1.0, s
          "label": label, "numbers": numbers, "marks": [list(m) for m in marks or []]}
     if axes:
         d["axes"] = axes
+    if ticks is not None:
+        d["ticks"] = ticks
+        d["tick_labels"] = None if tick_labels is None else [str(x) for x in tick_labels]
     return d
 
 
 def bars(values, labels, *, caption="", highlight=(), y_label="attention weight",
-         x_label="key", y_min=0.0, y_max=1.0, null_label="n/a"):
+         x_label="key", y_min=0.0, y_max=1.0, null_label="n/a", decimals=None):
     """Bars ``values`` (n,) over ``labels``; ``highlight``: indices drawn in the accent colour; a
     value that is None (or NaN) draws no bar and writes ``null_label`` where its number would be
-    (e.g. "not yet" for a key the computation has not reached)."""
-    return {"values": _numbers(values), "labels": [str(x) for x in labels], "caption": caption,
-            "highlight": list(highlight), "y_label": y_label, "x_label": x_label,
-            "y_min": y_min, "y_max": y_max, "null_label": str(null_label)}
+    (e.g. "not yet" for a key the computation has not reached); ``decimals`` fixes how many
+    decimals each bar's number shows (as the readout writes them), instead of the default."""
+    d = {"values": _numbers(values), "labels": [str(x) for x in labels], "caption": caption,
+         "highlight": list(highlight), "y_label": y_label, "x_label": x_label,
+         "y_min": y_min, "y_max": y_max, "null_label": str(null_label)}
+    if decimals is not None:
+        d["decimals"] = int(decimals)
+    return d
 
 
 def plot(x, series, *, caption="", x_label="", y_label="", y_min=None, y_max=None,

@@ -26,7 +26,7 @@ function bars(canvas, d, t) {
     ctx.fillStyle = hl.indexOf(j) >= 0 ? t.accent : t.bar;
     if (v !== null) ctx.fillRect(x, y(v), w, y(lo) - y(v));
     // a bar with no value (a configuration that cannot exist) says so, not "NaN"
-    var s = v === null ? d.null_label || "n/a" : fmt(v), at = y(v === null ? lo : v);
+    var s = v === null ? d.null_label || "n/a" : fmt(v, d.decimals), at = y(v === null ? lo : v);
     ctx.fillStyle = t.fg; ctx.textAlign = "center"; ctx.font = "12px sans-serif";
     if (ctx.measureText(s).width <= bw - 4) {
       ctx.fillText(s, x + w / 2, at - 8);
@@ -47,7 +47,7 @@ function bars(canvas, d, t) {
   canvas.dataset.values = JSON.stringify(roundDeep(d.values));
   canvas.dataset.numbers = JSON.stringify(said); // the number written at each bar
   return (d.caption ? d.caption + ". " : "") + "Bars: " +
-    d.labels.map(function (s, i) { return s + " " + (d.values[i] === null ? d.null_label || "n/a" : fmt(d.values[i])); }).join(", ") + ".";
+    d.labels.map(function (s, i) { return s + " " + (d.values[i] === null ? d.null_label || "n/a" : fmt(d.values[i], d.decimals)); }).join(", ") + ".";
 }
 
 // plot: d = {x, series: [{label, y}], caption, x_label, y_label, y_min, y_max, x_log, marker,

@@ -73,11 +73,12 @@ function roundDeep(a) { return Array.isArray(a) ? a.map(roundDeep) : round(a); }
 // a number as drawn: two decimals, but a small non-zero one (a softmax weight is never 0) in
 // exponent form, so that 0.0003 does not read as "0.00"
 function plural(n, noun) { return n + " " + noun + (n === 1 ? "" : "s"); }
-function fmt(x) {
+function fmt(x, decimals) {
   if (x === null) return "NaN";
   if (x === 0) return "0";
   if (x !== 0 && Math.abs(x) < 0.005) return x.toExponential(0);
-  if (Number.isInteger(x)) return String(x); // a count: 16, not 16.00
+  if (decimals !== undefined && decimals !== null) return x.toFixed(decimals);
+  if (Number.isInteger(x) && Math.abs(x) > 1) return String(x); // a count: 16, not 16.00
   return Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(2);
 }
 
@@ -183,25 +184,34 @@ function caption(ctx, cap, t) {
 // the colour scale: upright at the right of the grids (len px tall), or lying under them
 // (below: len px wide, its ticks and label under it; COLOUR_BAR_BELOW px tall in all)
 var COLOUR_BAR_BELOW = 50;
-function tickWidth(d) { // the widest tick label of the colour bar (12px)
+// the colour bar's ticks: the view's own (d.ticks, labelled d.tick_labels: e.g. a 0/1 mask's
+// "blocked" and "may attend"), or nice numbers
+function barTicks(d) {
+  if (d.ticks) {
+    return { values: d.ticks, text: d.ticks.map(function (v, i) {
+      return d.tick_labels ? d.tick_labels[i] : String(v); }) };
+  }
   var ticks = niceTicks(d.vmin, d.vmax, 4);
-  return widest(ticks.map(function (v) { return tickText(v, ticks.step); }), "12px sans-serif");
+  return { values: ticks, text: ticks.map(function (v) { return tickText(v, ticks.step); }) };
+}
+function tickWidth(d) { // the widest tick label of the colour bar (12px)
+  return widest(barTicks(d).text, "12px sans-serif");
 }
 function colourBarWidth(d) { return 6 + 24 + tickWidth(d) + 10; } // upright, from the grids
 function colourBar(ctx, x, y, len, d, t, below) {
-  var lo = d.vmin, hi = d.vmax, p, ticks = niceTicks(lo, hi, 4);
+  var lo = d.vmin, hi = d.vmax, p, ticks = barTicks(d);
   for (p = 0; p < len; p++) {
     ctx.fillStyle = colour(below ? p / (len - 1) : 1 - p / (len - 1), d.scale);
     if (below) ctx.fillRect(x + p, y, 1, 12); else ctx.fillRect(x, y + p, 12, 1);
   }
   ctx.strokeStyle = t.muted; ctx.strokeRect(x, y, below ? len : 12, below ? 12 : len);
   ctx.fillStyle = t.fg; ctx.textAlign = below ? "center" : "left";
-  ticks.forEach(function (v) {
+  ticks.values.forEach(function (v, i) {
     var at = (v - lo) / (hi - lo) * (len - 1);
-    if (below) ctx.fillText(tickText(v, ticks.step), x + at, y + 21);
-    else ctx.fillText(tickText(v, ticks.step), x + 16, y + len - at);
+    if (below) ctx.fillText(ticks.text[i], x + at, y + 21);
+    else ctx.fillText(ticks.text[i], x + 16, y + len - at);
   });
-  ctx.canvas.dataset.ticks = JSON.stringify(ticks);
+  ctx.canvas.dataset.ticks = JSON.stringify(ticks.values);
   ctx.canvas.dataset.colourBar = below ? "below" : "right";
   ctx.canvas.dataset.colourBarLength = String(Math.round(len));
   ctx.save(); ctx.textAlign = "center";
