@@ -119,3 +119,26 @@ def test_readouts_name_patterns_plainly_and_count_keys():
         if found:
             many = found.group(2).count(",") > 0
             assert found.group(1) == ("keys" if many else "key"), text
+
+
+def test_the_bars_promise_an_accent_bar_only_where_one_is_drawn():
+    """At query 0 the previous-token pattern points nowhere: the caption says so, and promises
+    no accent bar (a learner looked for one)."""
+    fig = ch08.trained_head_lines()
+    for state in fig.states.values():
+        row = state["views"]["row"]
+        if row is None:
+            continue
+        assert ("accent" in row["caption"]) == bool(row["highlight"]), row["caption"]
+        if not row["highlight"]:
+            assert "key for this query" in row["caption"], row["caption"]
+
+
+def test_no_weight_is_stored_as_0():
+    """A softmax weight is never 0, and the prose says the bars never write 0: even a weight
+    below the five decimals the page stores keeps one significant digit (7e-06)."""
+    fig = ch08.trained_head_lines()
+    for state in fig.states.values():
+        row = state["views"]["row"]
+        if row is not None:
+            assert min(row["values"]) > 0, state["readout"]

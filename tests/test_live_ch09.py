@@ -2,6 +2,7 @@
 
 import json
 import re
+from decimal import ROUND_HALF_UP, Decimal
 
 import torch
 
@@ -59,7 +60,9 @@ def test_the_step_control_counts_places_in_the_order_and_the_readout_says_both()
     fig = ch09.head_switches()
     control = fig.spec()["controls"][1]
     assert control["kind"] == "step"  # previous/next buttons: one click a place
-    assert control["label"] == "remove up to place" == fig.state()["views"]["curve"]["x_label"]
+    # the control's label is short (on a phone its value once wrapped onto a row of its own)
+    assert control["label"] == "up to place"
+    assert fig.state()["views"]["curve"]["x_label"] == "remove up to place"
     assert control["labels"][:3] == ["none", "1", "2"]
     s = fig.state(order="reverse", removed=7, spare=True)  # (1, 6), (0, 6) are the first two
     assert "Gradient, most first, up to place 7: 5 of 16 heads removed (places 1\u20137, " \
@@ -126,19 +129,45 @@ def test_every_bar_below_99_percent_of_the_full_models_is_accented_the_mean_too(
 
 def test_numbers_written_agree_with_the_colour():
     """A mean of 0.989 was written "0.99" on a bar in the "under 99%" colour. Now the bars are
-    in percent (the page writes two decimals, the readout one): at every setting a number is
-    written under 99 exactly when its bar is accented."""
+    in percent with one decimal, as the readout writes them (they wrote 99.96 where the readout
+    wrote 100.0%): at every setting each bar's number is the readout's, and it is under 99
+    exactly when its bar is accented."""
     fig = ch09.head_switches()
     for state in fig.states.values():
         bars = state["views"]["accuracy"]
+        assert bars["decimals"] == 1
         written = re.findall(r"(\d+\.\d)%", state["readout"])[:4]  # 3 jobs, the mean
+        assert len(written) == len(bars["values"]) == 4
         for k, (value, text) in enumerate(zip(bars["values"], written)):
             accented = k in bars["highlight"]
-            assert (round(value, 2) < 99) == accented, (state["readout"], value)
+            # the page's toFixed(1): the stored value, exactly, a tie rounded up (10.25 is
+            # "10.3"; Python's format gives "10.2", which the readout once wrote)
+            page = Decimal(value).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+            assert str(page) == text, (state["readout"], value)
+            assert (round(value, 1) < 99) == accented, (state["readout"], value)
             assert (float(text) < 99) == accented, (state["readout"], text)
+    tie = fig.state(order="reverse", removed=4)  # induction 10.25%: the bar writes 10.3
+    assert tie["views"]["accuracy"]["values"][2] == 10.25
+    assert "induction 10.3%" in tie["readout"]
     mean = fig.state(order="reverse", removed=7, spare=True)
     assert "mean 98.9%, below 99%" in mean["readout"]
     assert 3 in mean["views"]["accuracy"]["highlight"]
+
+
+def test_the_grid_counts_places_from_1_to_16_as_the_controls_do():
+    """The colour bar ran 0 to 15 while the step control and the readout count places 1 to
+    16: now the grid's scale is 1 to 16, its ticks start at 1 and end at 16, and a head's
+    colour is its place (the place the readout names)."""
+    fig = ch09.head_switches()
+    for state in fig.states.values():
+        grid = state["views"]["heads"]
+        assert (grid["vmin"], grid["vmax"]) == (1, 16)
+        assert grid["ticks"][0] == 1 and grid["ticks"][-1] == 16
+        places = [v for row in grid["grids"][0] for v in row if v is not None]
+        assert all(1 <= v <= 16 for v in places)
+    grid = fig.state(order="ablation")["views"]["heads"]["grids"][0]
+    for place, (layer, h) in enumerate(ch09.order_of("ablation"), start=1):
+        assert grid[layer][h] == place
 
 
 def test_accuracy_axis_stops_just_above_100():

@@ -102,8 +102,8 @@ def test_as_built_follows_mistrals_sliding_window():
     mistral = MODELS["Mistral 7B"]
     s = ch10.size_state("Mistral 7B", "GQA", 8192)
     series = {x["label"]: x["y"] for x in s["views"]["growth"]["series"]}
-    assert list(series) == ["GQA 8, all kept", "as built: GQA 8, window 4,096"]
-    assert series["GQA 8, all kept"][-1] == 1024
+    assert list(series) == ["as built: GQA 8, window 4,096", "chosen: GQA 8, all kept"]
+    assert series["chosen: GQA 8, all kept"][-1] == 1024
     built = series["as built: GQA 8, window 4,096"]
     want = [kv_cache_bytes(32, 8, 128, mistral.cached_positions(n)) / 2**20
             for n in (512, 1024, 2048, 4096, 8192)]
@@ -111,9 +111,10 @@ def test_as_built_follows_mistrals_sliding_window():
     assert s["state"]["built_mib"] == 512
     assert "sliding window of 4,096 positions caps the cache at 4,096 positions: 512 MiB" \
         in s["readout"]
-    # a model without a window: one line when the chosen kind is the model as built
+    # a model without a window: the chosen kind's line lies on the model as built's
     one = ch10.size_state("Llama 3 8B", "GQA", 8192)["views"]["growth"]["series"]
-    assert [x["label"] for x in one] == ["GQA 8 = as built"]
+    assert [x["label"] for x in one] == ["as built: GQA 8", "chosen: GQA 8"]
+    assert one[0]["y"] == one[1]["y"]
 
 
 def test_the_growth_plot_is_log_log_and_every_line_has_slope_1():
@@ -141,7 +142,28 @@ def test_the_ring_is_on_the_chosen_kinds_line_only():
         for kind in ch10.KINDS:
             growth = ch10.size_state(name, kind, 2048)["views"]["growth"]
             gqa_missing = kind == "GQA" and MODELS[name].num_heads % 8
-            assert growth["marker_series"] == ([] if gqa_missing else [0])
+            assert growth["marker_series"] == ([] if gqa_missing else [1])
+
+
+def test_the_chosen_kind_is_the_accent_colour_in_both_views():
+    """Orange meant the chosen kind in the bars but "as built" in the line plot. The front end
+    draws a plot's second series, and a highlighted bar, in the accent colour: the chosen
+    kind's line is second (the model as built first), its bar highlighted, and both captions
+    say so; the line's numbers are its bar's at the chosen context."""
+    for name, c in MODELS.items():
+        for kind in ch10.KINDS:
+            s = ch10.size_state(name, kind, c.context)
+            sizes, growth = s["views"]["sizes"], s["views"]["growth"]
+            assert sizes["highlight"] == [ch10.KINDS.index(kind)]
+            assert "(accent: chosen)" in sizes["caption"]
+            labels = [x["label"] for x in growth["series"]]
+            assert labels[0].startswith("as built: ")
+            if s["state"]["mib"] is None:  # Falcon-7B has no GQA: the model as built alone
+                assert len(labels) == 1
+                continue
+            assert labels[1].startswith(f"chosen: {kind} ")
+            chosen = growth["series"][1]["y"]
+            assert chosen[growth["marker"]] == sizes["values"][ch10.KINDS.index(kind)]
 
 
 def test_readouts_count_heads_and_quote_the_tokens_written():

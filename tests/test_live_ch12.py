@@ -77,9 +77,11 @@ def test_keys_not_yet_folded_in_have_no_weight_and_say_so():
 def test_readouts_are_grammatical_at_every_setting():
     for state in ch12.online_softmax().states.values():
         text = state["readout"] + " " + state["views"]["weights"]["caption"]
-        assert not re.search(r"\b1 (blocks|keys)\b|All 1\b|keys (\d+)\.\.\1\b", text), text
+        assert not re.search(r"\b1 (blocks|keys)\b|All [12]\b|keys (\d+)\.\.\1\b", text), text
     s = ch12.online_softmax().state(block_size=12, block=0)["readout"]
     assert "The one block is folded in" in s
+    s = ch12.online_softmax().state(block_size=6, block=1)["readout"]
+    assert "Both blocks are folded in" in s
     s = ch12.online_softmax().state(block_size=1, block=10)["readout"]
     assert ": key 10;" in s and "Still to come: 1 key;" in s
 
@@ -108,3 +110,25 @@ def test_the_first_block_has_no_rescale_and_the_readout_writes_ell():
         for b in range(ch12.N_KEYS // bs):
             text = fig.state(block_size=bs, block=b)["readout"]
             assert "\u2113 = " in text and " l = " not in text and "acc / l " not in text
+
+
+def test_the_running_lines_stop_at_the_current_block():
+    """At block 1 the plots drew the whole future path while the bars said "not yet": the
+    running max, sum and output are drawn up to the current block only (None beyond it); the
+    full softmax's output, the target, is drawn across; the axes stay the same at every
+    block."""
+    fig = ch12.online_softmax()
+    for bs in ch12.BLOCK_SIZES:
+        n = ch12.N_KEYS // bs
+        axes = set()
+        for b in range(n):
+            st = fig.state(block_size=bs, block=b)
+            running, output = st["views"]["running"], st["views"]["output"]
+            for series in running["series"] + output["series"][:1]:
+                assert all(v is not None for v in series["y"][:b + 1]), (bs, b)
+                assert all(v is None for v in series["y"][b + 1:]), (bs, b)
+            assert all(v is not None for v in output["series"][1]["y"])
+            assert running["marker"] == output["marker"] == b
+            assert output["marker_series"] == [0]  # the running output, not the target
+            axes.add((running["y_min"], running["y_max"], output["y_min"], output["y_max"]))
+        assert len(axes) == 1, bs

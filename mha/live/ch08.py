@@ -12,7 +12,8 @@ explorer gives it (``mha.sources.head_table``: its best pattern's role when that
 The figure: pick a head and a sequence, step through the queries (positions 0..15 of the step
 control are the queries 0..15, the last one "all"); the lines view shows the head's lines (all
 of them, or the current query's), the bars the current query's weights with
-the keys its head's pattern points at in the accent colour.
+the keys its head's pattern points at in the accent colour (the caption says so only when the
+pattern points somewhere: at query 0 the previous-token pattern has no key).
 """
 
 from functools import lru_cache
@@ -120,8 +121,11 @@ def trained_head_state(head, sequence, query):
              if keys else f"the {words} pattern points nowhere for this query")
     readout = (f"{name}, query {tokens[i]}: {float(row[top]):.2f} of its weight on key "
                f"{tokens[top]}; {where}.")
+    # the caption promises an accent bar only where there is one
+    accent = (f"accent: the {words} key{'s' if len(keys) > 1 else ''}" if keys
+              else f"no {words} key for this query")
     row_view = bars(row, tokens, highlight=keys, x_label="key",
-                    caption=f"Query {tokens[i]}'s weights (accent: the {words} key)")
+                    caption=f"Query {tokens[i]}'s weights ({accent})")
     return {"views": {"lines": view, "row": row_view}, "readout": readout, "state": state}
 
 

@@ -12,13 +12,15 @@ The page offers, and lists exactly, every subset its controls reach: an order (l
 first by ablation or by the gradient score, most important first, or a random order), how far
 along it heads are removed (up to place 0 to 16: the step control counts places in the order,
 not heads removed), and whether the two heads whose removal costs most are kept (then the heads
-removed are those at places 1 to k less those two). Accuracies are drawn and written in percent;
-a job's bar, and the mean's, is accented when it is below 99% of the full model's (``KEEP``),
-which is the 99.0% that the bars' numbers are compared with (the full model gets every job
-right). 4 x 17 x 2 = 136 settings; the accuracy of each is computed when the figure is made (a
-fraction of a second on a CPU).
+removed are those at places 1 to k less those two). The grid colours each head by its place, 1
+to 16, as the controls and the readout count places. Accuracies are drawn and written in percent
+with one decimal, the bars as the readout; a job's bar, and the mean's, is accented when it is
+below 99% of the full model's (``KEEP``), which is the 99.0% that the bars' numbers are compared
+with (the full model gets every job right). 4 x 17 x 2 = 136 settings; the accuracy of each is
+computed when the figure is made (a fraction of a second on a CPU).
 """
 
+from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 
 import torch
@@ -170,7 +172,11 @@ def _which(order, removed, spare):
 
 
 def _pct(x):
-    return f"{100 * x:.1f}%"
+    """A fraction in percent with one decimal, written as the page writes the bars' numbers:
+    the value the bar stores (five decimals), a tie rounded up as JavaScript's toFixed rounds
+    it (10.25 is "10.3" on the bar; Python's format would write "10.2")."""
+    stored = round(100 * float(x), 5)
+    return f"{Decimal(stored).quantize(Decimal('0.1'), rounding=ROUND_HALF_UP)}%"
 
 
 def heads_state(order, removed, spare):
@@ -198,7 +204,7 @@ def heads_state(order, removed, spare):
                                        for k in range(n + 1)]}
     readout = (f"{ORDER_LABELS[order].capitalize()}, {_which(order, removed, spare)}; "
                "held-out accuracy "
-               + ", ".join(f"{j} {_pct(a)}" for j, a in zip(jobs, acc))
+               + ", ".join(f"{j} {_pct(a)}" for j, a in zip(jobs, values))
                + f"; mean {_pct(values[-1])}, "
                + ("below" if len(values) - 1 in broken else "not below")
                + f" 99% of the full model's {_pct(fulls[-1])}.")
@@ -206,12 +212,13 @@ def heads_state(order, removed, spare):
     return {
         "views": {
             "heads": heatmap(place[None], [f"layer {n}" for n in range(layers)],
-                             [f"head {h}" for h in range(H)], vmin=0, vmax=16,
-                             marks=marks, label="place in the order",
+                             [f"head {h}" for h in range(H)], vmin=1, vmax=n,
+                             ticks=PLACE_TICKS, marks=marks, label="place in the order",
                              caption=f"{_heads(len(gone))} removed, {kept} kept",
                              axes="crossed out: removed; outlined: the 2 essential"),
             "accuracy": bars([100 * a for a in values], jobs + ["mean"], highlight=broken,
                              x_label="job", y_label="held-out accuracy (%)", y_max=100.0,
+                             decimals=1,  # as the readout writes them: 99.9, 100.0
                              caption="Accent: under 99% of the full model's"),
             "curve": plot(list(range(n + 1)), curves, marker=removed,
                           marker_series=[1 if spare else 0], y_min=0.0, y_max=110.0,
@@ -224,8 +231,12 @@ def heads_state(order, removed, spare):
     }
 
 
-#: the step control's label, and the curve's x-axis: it counts places in the order
+#: the curve's x-axis, and the step control's label: both count places in the order (the
+#: control's is short, under "order of removal", so that on a phone its value stays on its row)
 PLACE_LABEL = "remove up to place"
+STEP_LABEL = "up to place"
+#: the grid's colour bar: places 1 to 16, as the controls and the readout count them
+PLACE_TICKS = (1, 4, 8, 12, 16)
 
 
 def head_switches(order="ablation", removed=0, spare=False):
@@ -236,7 +247,7 @@ def head_switches(order="ablation", removed=0, spare=False):
         title="Switch heads off and read the accuracy",
         controls=[select("order", "order of removal", list(ORDERS), order,
                          labels=[ORDER_LABELS[o] for o in ORDERS]),
-                  steps("removed", PLACE_LABEL, 17, removed,
+                  steps("removed", STEP_LABEL, 17, removed,
                         labels=["none"] + [str(k) for k in range(1, 17)]),
                   toggle("spare", "keep the 2 essential heads", spare)],
         views=[View("heads", "heatmap"), View("accuracy", "bars"), View("curve", "plot")],

@@ -14,8 +14,9 @@
   position kept (``mha.configs.kv_cache_bytes``, 2 bytes a number, as in the chapter; MiB, so
   that every number is exact), and the plot its growth with the context, both axes on a log
   scale (``y_log``: drawn by the front end's log-log plot, charts.js), so growth in proportion
-  to the context is a straight line of slope 1. The model as built is drawn too when it
-  differs: its own key/value heads, and for a sliding-window model (Mistral 7B v0.1,
+  to the context is a straight line of slope 1. The chosen kind is the accent colour in both
+  views (its bar, and its line, second, dashed and ringed); the model as built is the first
+  line: its own key/value heads, and for a sliding-window model (Mistral 7B v0.1,
   ``ModelConfig.window``) a rolling cache that stops growing at the window.
 
 Each ``*_state`` function is the figure's data for one setting of the controls (pure torch); the
@@ -178,18 +179,18 @@ def size_state(model, kind, context):
     labels = [f"{k} {kv_heads(c, k) or '-'}" for k in KINDS]
     built = f"as built: {c.attention} {c.num_kv_heads}" + (
         f", window {c.window:,}" if c.window else "")
-    same = kv == c.num_kv_heads and not c.window
-    curves = {}
+    # the model as built first (solid, the main colour), the chosen kind second (dashed, the
+    # accent colour of its bar, ringed at the chosen context); where the chosen kind is the
+    # model as built the two lines lie on each other
+    curves = {built: [built_mib(c, n) for n in contexts]}
     if kv is not None:
-        label = f"{kind} {kv}" + (" = as built" if same else ", all kept" if c.window else "")
-        curves[label] = [
+        curves[f"chosen: {kind} {kv}" + (", all kept" if c.window else "")] = [
             _mib(c, kv, n) for n in contexts]
-    if not same:
-        curves[built] = [built_mib(c, n) for n in contexts]
     growth = plot(contexts, curves, x_log=True, marker=contexts.index(context),
-                  marker_series=[0] if kv is not None else [],
+                  marker_series=[1] if kv is not None else [],
                   x_label="context (tokens), log scale", y_label="MiB, log scale",
-                  caption=f"{model}: cache against context")
+                  caption=f"{model}: cache against context (every position kept: twice "
+                          "the context, twice the cache)")
     growth["y_log"] = True  # both axes log2-spaced: the front end's log-log plot
     own = "its full context" if context == c.context else f"its context is {c.context:,}"
     as_built = built_mib(c, context)
@@ -218,7 +219,7 @@ def size_state(model, kind, context):
             "sizes": bars(sizes, labels, highlight=[KINDS.index(kind)],
                           y_max=round(top * 1.15, 4), y_label="MiB", x_label="kv heads",
                           null_label="n/a",
-                          caption=f"Cache of {context:,} tokens, all kept"),
+                          caption=f"Cache of {context:,} tokens, all kept (accent: chosen)"),
             "growth": growth},
         "readout": readout,
         # the context slider stops at this model's context (a limit the front end applies)

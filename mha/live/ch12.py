@@ -7,6 +7,8 @@ through the blocks. The bars are the weights exp(s_j - m) / ℓ of the keys seen
 current block highlighted; a key not yet folded in has no bar and reads "not yet", not 0), the
 plots the running maximum m and running sum ℓ after each block, and the running output acc / ℓ
 against the full softmax's output: after the last block they are equal, for every block size.
+The running lines stop at the current block (None beyond it), as the bars do; the plots' axes
+span the whole path, so they stay put from block to block.
 
 Each ``*_state`` function is the figure's data for one setting of the controls (pure torch); the
 figure lists it for every setting (``mha.live.figure``).
@@ -86,6 +88,9 @@ def online_state(block_size, block):
     maxes = [float(a[0]) for a in after]
     sums = [float(a[1]) for a in after]
     outs = [float(a[2].reshape(-1)[0] / a[1]) for a in after]
+
+    def so_far(series):  # a running quantity exists only up to this block (NaN: not drawn)
+        return [x if i <= b else math.nan for i, x in enumerate(series)]
     keys = _keys(current)
     # numbers as text with four decimals, as the readout writes the rescale and the output (a
     # number would be shown with two)
@@ -97,14 +102,14 @@ def online_state(block_size, block):
             ["output acc / \u2113", f"{acc / ell:.4f}"],
             ["full softmax output", f"{full:.4f}"]]
     done = b == n - 1
-    folded = f"All {n} blocks are" if n > 1 else "The one block is"
+    folded = {1: "The one block is", 2: "Both blocks are"}.get(n, f"All {n} blocks are")
     left = N_KEYS - seen
     tail = (f" {folded} folded in: acc / \u2113 = {acc / ell:.4f} equals the full "
             f"softmax's {full:.4f}." if done else
             f" Still to come: {left} key{'s' if left > 1 else ''}; the full softmax gives "
             f"{full:.4f}.")
-    past = (f" (block size {block_size} has {n} block{'s' if n > 1 else ''}; showing the last)"
-            if block >= n else "")
+    past = ("" if block < n else f" (block size {block_size} has one block)" if n == 1
+            else f" (block size {block_size} has {n} blocks; showing the last)")
     raised = ("the maximum rose, so the old sums were multiplied by "
               f"{rescale:.4f}" if 0 < rescale < 1 else
               "the first block sets the maximum (m_old = \u2212\u221e: nothing to rescale)"
@@ -116,13 +121,16 @@ def online_state(block_size, block):
                             null_label="not yet",
                             caption=f"Block {b + 1} of {n}: exp(s \u2212 m) / \u2113 over the "
                                     + (f"{seen} keys seen" if seen > 1 else "1 key seen")),
-            "running": plot(steps_x, {"running max m": maxes, "running sum \u2113": sums},
+            # the axes span the whole path (they stay put from block to block); the lines stop
+            # at this block, as the bars do
+            "running": plot(steps_x, {"running max m": so_far(maxes),
+                                      "running sum \u2113": so_far(sums)},
                             marker=b, x_label="blocks folded in", **room(maxes, sums),
                             y_label="value", caption="Running max and running sum"),
-            "output": plot(steps_x, {"output acc / \u2113": outs,
+            "output": plot(steps_x, {"output acc / \u2113": so_far(outs),
                                      "full softmax": [full] * n},
-                           marker=b, x_label="blocks folded in", y_label="output",
-                           **room(outs, [full]),
+                           marker=b, marker_series=[0],  # the full softmax: a target
+                           x_label="blocks folded in", y_label="output", **room(outs, [full]),
                            caption="Running output against the full softmax"),
             "numbers": table(["after block " + str(b + 1), "value"], rows)},
         "readout": (f"Block size {block_size}, block {b + 1} of {n}{past}: {keys}; {raised}; "

@@ -67,7 +67,7 @@ def check(root):
             in readout(root), readout(root)
     else:
         assert "nothing removed yet" in readout(root)
-    assert root.locator('label[for$="-removed"]').text_content() == "remove up to place"
+    assert root.locator('label[for$="-removed"]').text_content() == "up to place"
     return v
 
 
@@ -97,7 +97,7 @@ def test_head_switches_draw_the_masked_models_accuracy(page):
     assert v["order"] == "reverse" and v["accuracy"][-1] < 0.9
     # the step buttons move one place at a time
     before = root.get_attribute("data-draws")
-    root.get_by_role("button", name="remove up to place: next step").click()
+    root.get_by_role("button", name="up to place: next step").click()
     page.wait_for_function("([el, n]) => el.dataset.draws !== n",
                            arg=[root.element_handle(), before], timeout=5_000)
     assert check(root)["removed"] == 2
