@@ -283,3 +283,36 @@ def test_the_title_gives_L():
     assert webview.payload(one)["heads"]["caption"].startswith("1 head, L = 6,")
     kv1 = widgets.explore_once(seq_len=6, num_heads=4, num_kv_heads=1)
     assert webview.payload(kv1)["heads"]["caption"].startswith("4 heads, 1 key/value head, ")
+
+
+def test_temperature_stops_are_even_on_a_log_scale_with_the_chapters_values(data):
+    """The slider used to stop at 10.08 and 17.96 while chapter 07 names T = 0.1, 0.5, 1 and 10:
+    those are stops now, with 0.05 and 20 at the ends, and every step multiplies T by about
+    1.26 (within 0.2%); the labels are the page titles' two decimals."""
+    import math
+
+    slider = webview.explorer_figure({**widgets.DEFAULTS, "temperature": 0.5}, data).controls[5]
+    grid = slider.values
+    for t in (0.05, 0.1, 0.5, 1.0, 10.0, 20.0):
+        assert t in grid, t
+    assert grid[0] == 0.05 and grid[-1] == 20.0 and slider.value == 0.5
+    ratios = [b / a for a, b in zip(grid, grid[1:])]
+    assert max(ratios) / min(ratios) < 1.002
+    assert abs(math.log10(ratios[0]) - 0.1) < 0.001  # ten steps per decade
+    assert slider.labels[grid.index(10.0)] == "10.00" and slider.labels[grid.index(0.1)] == "0.10"
+    assert len(set(slider.labels)) == len(grid)
+    # a starting value off the stops is put on them exactly
+    assert 0.37 in webview.temperature_grid(0.37) and 20.0 in webview.temperature_grid(0.37)
+    with pytest.raises(ValueError, match="temperature"):
+        webview.temperature_grid(0)
+
+
+def test_the_widgets_temperature_slider_has_the_pages_stops():
+    pytest.importorskip("ipywidgets", reason="the explorer's UI needs ipywidgets")
+    ex = widgets.explorer(temperature=0.5)
+    options = ex.controls["temperature"].options
+    assert [v for _, v in options] == webview.temperature_grid(0.5)
+    assert [label for label, _ in options] == webview.temperature_labels(
+        webview.temperature_grid(0.5))
+    ex.controls["temperature"].value = 10.0
+    assert ex.result.ok and ex.result.config["temperature"] == 10.0

@@ -66,3 +66,24 @@ def test_the_chapter_says_what_to_try_and_what_was_seen():
     cells = {c.get("id"): "".join(c["source"]) for c in json.loads(nb.read_text())["cells"]}
     assert "far left" in cells["3605a8af"] and "far right" in cells["3605a8af"]
     assert "underflows" in cells["live01c2"] and "ch01_live_hot_min" in cells["live01c2"]
+
+
+def test_the_axis_label_says_what_the_orange_bar_is():
+    """Chapter 02's orange is the largest weight; here it is the query's own key: the figure
+    says which, on its axis (a reader could not tell)."""
+    tokens = ["Michael", "Bay", "as"]
+    plain = ch01.temperature_bars(SCORES, tokens).state()["views"]["weights"]
+    assert plain["x_label"] == "key token" and plain["highlight"] == []
+    named = ch01.temperature_bars(SCORES, tokens, highlight="Michael").state()
+    assert named["views"]["weights"]["x_label"] == 'key token (orange: "Michael")'
+    said = ch01.temperature_bars(SCORES, tokens, highlight="Michael",
+                                 orange='"Michael", the query itself').state()
+    assert said["views"]["weights"]["x_label"] == \
+        'key token (orange: "Michael", the query itself)'
+    assert said["views"]["weights"]["highlight"] == [0]
+    import json
+    from pathlib import Path
+
+    nb = Path(__file__).resolve().parent.parent / "chapters" / "01_soft_lookup.ipynb"
+    cells = {c.get("id"): "".join(c["source"]) for c in json.loads(nb.read_text())["cells"]}
+    assert "orange='\"Michael\", the query itself'" in cells["23b00ec7"]

@@ -52,7 +52,7 @@ def test_mask_weights_follow_each_fill():
     torch.testing.assert_close(big[0, 2:], torch.full((3, 5), 0.2))  # uniform over blocked
     half = ch02.mask_weights(2, 5, False, True, "-1e9 (float16)")
     assert half[0, 2:].isnan().all()  # -1e9 is -inf in float16
-    pkg = ch02.mask_weights(2, 5, False, True, "mha (the package)")
+    pkg = ch02.mask_weights(2, 5, False, True, ch02.FILLS[3])
     assert (pkg[0, 2:] == 0).all()
     torch.testing.assert_close(pkg[0, :2], inf[0, :2])
     torch.testing.assert_close(pkg[1], torch.softmax(
@@ -66,7 +66,7 @@ def test_mask_builder_lists_every_setting_and_says_which_rows_are_nan():
     assert ("Sequence 0: rows 0, 1, 2, 3, 4 have no key to attend to, so their weights are "
             "NaN" in s["readout"])
     assert "no causal mask" in s["readout"] and "crossed cells: NaN" in s["views"]["seq0"]["axes"]
-    one = fig.state(len0=4, pad_queries=True, fill="mha (the package)")["readout"]
+    one = fig.state(len0=4, pad_queries=True, fill=ch02.FILLS[3])["readout"]
     assert "Sequence 0: row 4 has no key to attend to, so its weights are all zero." in one
     assert "crossed" not in fig.state(len0=3, len1=5)["views"]["seq0"]["axes"]  # no NaN there
     assert s["views"]["seq0"]["grids"][0][0] == [None] * 5
@@ -110,3 +110,21 @@ def test_the_dk_figure_closes_its_section_and_the_mask_figure_names_its_box():
     assert "starts at $d_k = 1$ with the box off" in lead and "bumpy" in lead
     mask_lead = cells[where["live02b1"]][1]
     assert "last box" not in mask_lead and "**padded queries attend nothing**" in mask_lead
+
+
+def test_the_float16_fill_says_what_raises_and_what_fills_instead():
+    """A reader asked: if masked_fill(-1e9) raises on float16, where do the weights come from?
+    The readout says both: the call raises, and -1e9 converted to float16 is -inf, the fill."""
+    import pytest
+
+    scores16 = torch.zeros(2, 2, dtype=torch.float16)
+    with pytest.raises(RuntimeError, match="overflow"):
+        scores16.masked_fill(torch.eye(2, dtype=torch.bool), -1e9)
+    assert torch.tensor(-1e9).to(torch.float16).item() == float("-inf")
+    readout = ch02.mask_builder().state(len0=0, fill=ch02.FILLS[2])["readout"]
+    assert "masked_fill(scores16, -1e9) raises an overflow error" in readout
+    assert "-1e9 converted to float16 (as a float16 additive mask is) becomes -inf" in readout
+    assert "their weights are NaN" in readout
+    # the package's fill is named for what it does
+    assert ch02.FILLS[3] == "-inf, 0 for a row with no key (mha)"
+    assert "all zero" in ch02.mask_builder().state(len0=0, fill=ch02.FILLS[3])["readout"]

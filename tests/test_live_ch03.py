@@ -102,15 +102,28 @@ def test_the_lead_in_describes_the_layout_readers_see():
     assert "ch03_live_left_shared" in cells["live03a4"]  # a closing paragraph, glued
 
 
-def test_the_readout_counts_the_solved_seats():
-    """Shared W: 70.9% = 4 seats solved + 2 at chance; the readout says 4 of the 6 seats."""
+def test_the_readout_gives_each_seats_accuracy():
+    """Shared W: 70.9% = 4 seats solved + 2 at chance. The readout lists the six accuracies
+    (a reader could not parse "4 of the 6 seats right in over 90% of the rings")."""
     _, (x, y, _) = ch03._data()
     for separate, variant in ((False, "shared"), (True, "qk")):
         with torch.no_grad():
             logits, _ = ch03.ring_head(variant, 200)(x)
         per_seat = (logits.argmax(-1) == y).float().mean(0)  # (6,)
-        solved = int((per_seat > 0.9).sum())
         s = ch03.shared_vs_separate().state(separate=separate)
-        assert s["state"]["solved"] == solved
-        assert f"({solved} of the 6 seats right in over 90% of the rings)" in s["readout"]
-    assert ch03.shared_vs_separate().state(separate=False)["state"]["solved"] == 4
+        assert s["state"]["solved"] == int((per_seat > 0.9).sum())
+        listed = ", ".join(f"{a:.0%}" for a in per_seat.tolist())
+        assert f"(seat by seat, 0 to 5: {listed})." in s["readout"]
+        assert "right in over" not in s["readout"]
+    shared = ch03.shared_vs_separate().state(separate=False)
+    assert shared["state"]["solved"] == 4
+    assert "(seat by seat, 0 to 5: 100%, 13%, 100%, 100%, 12%, 100%)" in shared["readout"]
+
+
+def test_the_figure_writes_w_q_and_w_k_one_way():
+    """Plain text has no superscript: W_Q and W_K everywhere in the figure, never W^Q."""
+    import json
+
+    fig = ch03.shared_vs_separate()
+    text = json.dumps(fig.spec())
+    assert "W^" not in text and "W_Q" in text and "W_K" in text

@@ -43,11 +43,13 @@ def test_the_figure_lists_every_setting_and_leaves_the_random_state_alone():
                                rtol=0)
     rows = s["views"]["counts"]["rows"]
     assert rows[0][1] == 3 * 512 * 32 and rows[-3][1] == 1_048_576
-    assert "16 heads of width 32" in s["readout"] and "1,048,576" in s["readout"]
+    assert "16 heads of width 512 / 16 = 32" in s["readout"] and "1,048,576" in s["readout"]
     assert "512 / 16 = 32" in s["views"]["counts"]["caption"]
-    assert "untrained" in s["readout"] and "land on" in s["readout"]
+    assert "untrained" in s["readout"] and "largest weights on all 9 keys" in s["readout"]
     few = ch04.width_state(2, 3)["readout"]  # up to 4 heads: each head's top key by name
-    assert "head 0: " in few and "head 1: " in few
+    assert '(heads 0 and 1)' in few and few.count('", "') == 1
+    assert "(heads 0 to 3)" in ch04.width_state(4, 3)["readout"]
+    assert len(s["readout"]) < 210  # two lines at 1280 px (it was four or five)
 
 
 def test_bad_arguments_are_named():
@@ -82,4 +84,4 @@ def test_every_setting_reads_as_english():
         if state["state"]["num_heads"] == 1:
             assert "one row each" not in text and "still has" not in state["readout"]
     one = fig.state(num_heads=1, query=6)["readout"]  # the query "a"
-    assert 'for the query "a"; the one head\'s largest weight goes to "' in one
+    assert '1 distribution for "a", its largest weight on "' in one

@@ -84,6 +84,13 @@ def test_fold_figure_marks_the_wrong_rows():
     assert fig.state(num_heads=1)["state"]["wrong_rows"] == []  # one head: both the same
 
 
+def test_the_fold_mask_colour_bar_names_its_two_values():
+    """A 0/1 mask: the colour bar says blocked and may attend, not 0.25, 0.5, 0.75."""
+    mask = ch05.fold_valid_lens().state()["views"]["mask"]
+    assert mask["ticks"] == [0.0, 1.0] and mask["tick_labels"] == ["blocked", "may attend"]
+    assert {v for row in mask["grids"][0] for v in row} == {0, 1}
+
+
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="feature must be one of"):
         ch05.split_explorer(feature=512)

@@ -46,7 +46,13 @@ def test_the_figure_takes_the_chapters_layer():
     torch.testing.assert_close(torch.tensor(s["views"]["heads"]["grids"][0]), w8[0, :, 3],
                                atol=1e-5, rtol=0)
     rows = s["views"]["scale"]["rows"]
-    assert rows[1] == ["scores divided by", "sqrt(512) = 22.63", "sqrt(64) = 8.00"]
+    assert rows[1] == ["scores divided by sqrt(d_k)", "22.63", "8.00"]
+    # the largest weight over all 8 heads, and which head holds it (not "all heads")
+    top = w8[0, :, 3].max()
+    head = int(w8[0, :, 3].max(-1).values.argmax())
+    assert rows[3][0] == 'largest weight for "Michael"'
+    assert rows[3][2] == f"{float(top):.2f} (head {head})"
+    assert all(len(c) <= 13 for r in rows for c in r[1:] if isinstance(c, str))  # short cells
     assert fig.state(h=1)["views"]["heads"]["grids"][0][0] == \
         fig.state(h=1)["views"]["one"]["grids"][0][0]
 

@@ -37,9 +37,10 @@ def temperature_label(T):
 
 
 def temperature_bars(scores, tokens, *, highlight=None, value=1.0,
-                     caption="Weights of the query at temperature T = {T}"):
+                     caption="Weights of the query at temperature T = {T}", orange=None):
     """A temperature slider over the weights softmax(scores / T) of one query, drawn as bars;
-    ``caption`` may hold ``{T}``; ``highlight`` names a token drawn in the accent colour."""
+    ``caption`` may hold ``{T}``; ``highlight`` names a token drawn in the accent colour, and
+    the axis label says what that colour means: ``orange`` (default: the token's name)."""
     scores = torch.as_tensor(scores, dtype=torch.float32).detach().cpu().flatten()
     tokens = [str(t) for t in tokens]
     if len(tokens) != len(scores):
@@ -49,6 +50,9 @@ def temperature_bars(scores, tokens, *, highlight=None, value=1.0,
         raise ValueError(f"value (the starting temperature) must be a positive number; got "
                          f"{value!r}")
     marked = [j for j, t in enumerate(tokens) if t == highlight]
+    x_label = "key token"
+    if marked:  # say what the accent colour means (chapter 02 uses it for the largest)
+        x_label += " (orange: " + (orange or f'"{highlight}"') + ")"
 
     def state(temperature):
         T = temperature
@@ -62,7 +66,7 @@ def temperature_bars(scores, tokens, *, highlight=None, value=1.0,
             rest = f"all weights close to 1/{n} = {1 / n:.2f} (uniform)"
         else:
             rest = f"the smallest {smallest:.2g} (above 0: softmax never gives exactly 0)"
-        return {"views": {"weights": bars(w, tokens, highlight=marked, x_label="key token",
+        return {"views": {"weights": bars(w, tokens, highlight=marked, x_label=x_label,
                                           caption=caption.replace("{T}", temperature_label(T)))},
                 "readout": f"T = {temperature_label(T)}: the largest weight is {float(w[top]):.2f} "
                            f"({tokens[top]}), {rest}; entropy {entropy:.2f} nats "

@@ -8,9 +8,10 @@
   current d_k on the curve the box selects.
 * ``mask_builder()``: two sequences of five tokens, a valid length for each, a causal toggle, a
   toggle that lets padded queries attend nothing, and how blocked scores are filled: -inf,
-  -1e9 in float32, -1e9 in float16, or the package. The heatmaps are the weights; a query with no
-  allowed key turns into a row of NaN (crossed cells) under -inf. The readout says which rows
-  have no key and what they become, and whether the causal mask is on.
+  -1e9 in float32, -1e9 in float16 (which float16 cannot hold: it becomes -inf), or the
+  package's way (-inf, and a row with no allowed key set to 0). The heatmaps are the weights; a
+  query with no allowed key turns into a row of NaN (crossed cells) under -inf. The readout says
+  which rows have no key and what they become, and whether the causal mask is on.
 
 Each ``*_state`` function is the figure's data for one setting of the controls (pure torch); the
 figure lists it for every setting (``mha.live.figure``).
@@ -30,7 +31,8 @@ __all__ = ["CURVES", "DIMS", "dk_softmax", "dk_state", "mask_builder", "mask_sta
 
 DIMS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 N_KEYS = 16
-FILLS = ("-inf", "-1e9 (float32)", "-1e9 (float16)", "mha (the package)")
+#: how blocked scores are filled, as the select names them (what each does, not who does it)
+FILLS = ("-inf", "-1e9 (float32)", "-1e9 (float16)", "-inf, 0 for a row with no key (mha)")
 SENTENCES = (("the", "cat", "sat", "down", "."), ("a", "dog", "ran", "home", "fast"))
 
 
@@ -68,7 +70,9 @@ def _curves():
 def dk_state(d_k, scaled):
     w = dk_weights(d_k, scaled)
     q, k = _query_and_keys()
-    spread = float((k[:, :d_k] @ q[0, :d_k]).std()) / (math.sqrt(d_k) if scaled else 1.0)
+    scores = (k[:, :d_k] @ q[0, :d_k]) / (math.sqrt(d_k) if scaled else 1.0)  # (16,)
+    spread = float(scores.std())
+    best, second = scores.topk(2).values.tolist()  # how far the best score stands out
     curves = {label: list(y) for label, y in _curves().items()}
     how = "scaled" if scaled else "unscaled"
     top = int(w.argmax())
@@ -90,7 +94,7 @@ def dk_state(d_k, scaled):
                     f"the entropy is {entropy:.2f} nats (uniform weights: log 16 = "
                     f"{math.log(N_KEYS):.2f})."),
         "state": {"d_k": d_k, "scaled": scaled, "spread": spread, "largest": float(w[top]),
-                  "entropy": entropy},
+                  "entropy": entropy, "lead": best - second},
     }
 
 
@@ -142,8 +146,8 @@ def mask_weights(len0, len1, causal, pad_queries, fill):
         return scores.masked_fill(~allowed, float("-inf")).softmax(-1)
     if fill == FILLS[1]:
         return scores.masked_fill(~allowed, -1e9).softmax(-1)
-    if fill == FILLS[2]:  # masked_fill(~allowed, -1e9) on float16 raises (overflow); the value
-        # converted to float16 first is -inf
+    if fill == FILLS[2]:  # masked_fill(~allowed, -1e9) on float16 scores raises RuntimeError
+        # (overflow); converted to float16 first, as an additive mask is, -1e9 is -inf
         fill16 = torch.tensor(-1e9).to(torch.float16)
         return scores.half().masked_fill(~allowed, fill16).float().softmax(-1)
     raise ValueError(f"fill must be one of {FILLS}; got {fill!r}")
@@ -171,8 +175,7 @@ def _sequence_view(b, n, causal, pad_queries, fill):
     w = mask_weights(*lens, causal, pad_queries, fill)[b]  # (5, 5)
     tokens = [t if j < n else "<pad>" for j, t in enumerate(SENTENCES[b])]
     return heatmap(w, tokens, tokens, numbers=True,
-                   caption=f"Sequence {b}, valid_len {n}, fill {fill}"
-                   + (", causal" if causal else ""),
+                   caption=f"Sequence {b}, valid_len {n}" + (", causal" if causal else ""),
                    axes="rows: queries, columns: keys"
                    + ("; crossed cells: NaN" if w.isnan().any() else ""))
 
@@ -184,10 +187,12 @@ def mask_state(len0, len1, causal, pad_queries, fill):
     nan = w.isnan().any(-1)  # (2, 5)
     parts = [_blocked(b, empty[b], bool(nan[b].any()), fill) for b in range(2)
              if empty[b].any()]
-    note = {FILLS[2]: " (masked_fill(-1e9) raises on float16 scores: -1e9 becomes -inf)"}
-    causal_note = (", causal mask on (query i may attend only to keys j <= i)" if causal
-                   else ", no causal mask")
-    readout = (f"Fill {fill}{note.get(fill, '')}{causal_note}. " +
+    note = {FILLS[2]: " In float16, -1e9 is out of range: masked_fill(scores16, -1e9) raises "
+                      "an overflow error, and -1e9 converted to float16 (as a float16 additive "
+                      "mask is) becomes -inf, which is what fills the blocked scores here."}
+    causal_note = ("; causal mask on (query i may attend only to keys j <= i)" if causal
+                   else "; no causal mask")
+    readout = (f"Fill {fill}{causal_note}.{note.get(fill, '')} " +
                ("; ".join(parts) + "." if parts
                 else "Every query may attend to at least one key.")
                + (" Any loss computed from a NaN row is NaN too, even multiplied by 0."

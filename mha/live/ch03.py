@@ -1,5 +1,7 @@
 """Chapter 03's live figure: one shared W against separate W^Q and W^K on the ring task.
 
+(The figure's text writes W^Q and W^K as W_Q and W_K: a canvas has no superscripts.)
+
 The task is chapter 03's: six seats round a table, a letter (of eight) on each seat, every token
 the one-hot of its letter and of its seat; the answer at seat i is the letter at seat i - 1 (seat
 0 wraps round to seat 5). One ``mha.AttentionHead`` (``variant="shared"`` or ``"qk"``) and a
@@ -27,6 +29,7 @@ N_LETTERS, N_SEATS, D_HEAD = 8, 6, 8
 D_MODEL = N_LETTERS + N_SEATS
 LETTERS = "ABCDEFGH"
 CHECKPOINTS = (0, 10, 25, 50, 100, 200)
+SEPARATE = "separate W_Q, W_K"  # W^Q, W^K of the formulas, in plain text
 N_RINGS = 4  # test rings the figure offers
 
 
@@ -107,10 +110,11 @@ def _evaluate(variant, step):
         scores = model.scores(x)
     right = (logits.argmax(-1) == y).float()  # (n, L)
     accuracy = float(right.mean())
-    solved = int((right.mean(0) > 0.9).sum())  # seats right in over 90% of the rings
+    per_seat = right.mean(0).tolist()  # (L,): each seat's accuracy over the test rings
+    solved = sum(a > 0.9 for a in per_seat)  # seats answered right on over 90% of the rings
     seats = torch.arange(N_SEATS)
     left = float(weights[:, seats, (seats - 1) % N_SEATS].mean())  # over every test ring
-    return scores[:N_RINGS], weights[:N_RINGS], accuracy, left, solved
+    return scores[:N_RINGS], weights[:N_RINGS], accuracy, left, solved, per_seat
 
 
 def _labels(ring):
@@ -120,7 +124,7 @@ def _labels(ring):
 
 def _loss_view(step):
     curves = {}
-    for variant, label in (("shared", "shared W"), ("qk", "separate W^Q, W^K")):
+    for variant, label in (("shared", "shared W"), ("qk", SEPARATE)):
         losses = trained_heads(variant)[1]
         # the loss at each checkpoint: before its first step; the last, after training
         curves[label] = [losses[s] if s < len(losses) else losses[-1] for s in CHECKPOINTS]
@@ -137,12 +141,12 @@ def score_range(s):
 
 def ring_state(separate, step, ring):
     variant = "qk" if separate else "shared"
-    scores, weights, accuracy, left, solved = _evaluate(variant, step)
+    scores, weights, accuracy, left, solved, per_seat = _evaluate(variant, step)
     s, w = scores[ring], weights[ring]  # (L, L) each
     asym = float((s - s.T).abs().max())
     labels = _labels(ring)
     targets = [(0, i, (i - 1) % N_SEATS) for i in range(N_SEATS)]
-    name = "separate W^Q, W^K" if separate else "shared W"
+    name = SEPARATE if separate else "shared W"
     top = score_range(s)
     return {
         "views": {
@@ -160,18 +164,18 @@ def ring_state(separate, step, ring):
                     f"scores are {'symmetric' if asym < 1e-5 else 'not symmetric'} (largest "
                     f"|s_ij - s_ji| = {asym:.2f}). Over all 1,000 test rings: on average each "
                     f"seat puts {left:.2f} of its weight on its left neighbour, and the test "
-                    f"accuracy is {accuracy:.1%} ({solved} of the {N_SEATS} seats right in over "
-                    f"90% of the rings)."),
+                    f"accuracy is {accuracy:.1%} (seat by seat, 0 to {N_SEATS - 1}: "
+                    f"{', '.join(f'{a:.0%}' for a in per_seat)})."),
         "state": {"separate": separate, "step": step, "ring": ring, "accuracy": accuracy,
-                  "left": left, "solved": solved, "score_range": top},
+                  "left": left, "solved": solved, "per_seat": per_seat, "score_range": top},
     }
 
 
 def shared_vs_separate(separate=False, step=CHECKPOINTS[-1], ring=0):
     """Chapter 03: the shared W against W^Q and W^K on the ring task, as training goes on."""
     return Figure(
-        name="shared-vs-separate", title="One shared W or separate W^Q and W^K on the ring task",
-        controls=[toggle("separate", "separate W^Q and W^K", separate),
+        name="shared-vs-separate", title="One shared W or separate W_Q and W_K on the ring task",
+        controls=[toggle("separate", "separate W_Q and W_K", separate),
                   steps("step", "training step", len(CHECKPOINTS), CHECKPOINTS.index(step),
                         labels=[str(s) for s in CHECKPOINTS]),
                   select("ring", "test ring", list(range(N_RINGS)), ring)],

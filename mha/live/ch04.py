@@ -83,16 +83,14 @@ def width_state(num_heads, query, x=None, weights=None):
     top = [int(j) for j in w.argmax(-1)]  # each head's largest weight: its key
     quoted = [f'"{t}"' for t in TOKENS]  # a token in quotes: "a" is a word, not an article
     if num_heads == 1:
-        tops = f"the one head's largest weight goes to {quoted[top[0]]}"
+        tops = f"its largest weight on {quoted[top[0]]}"
     elif num_heads <= 4:
-        tops = "; ".join(f"head {i}: {quoted[j]}" for i, j in enumerate(top))
-        tops = f"each head's largest weight goes to a key of its own choice ({tops})"
+        tops = (f"largest weights on {', '.join(quoted[j] for j in top)} "
+                f"(heads {'0 and 1' if num_heads == 2 else f'0 to {num_heads - 1}'})")
     else:
         keys = sorted(set(top))
-        where = ("all 9 keys" if len(keys) == len(TOKENS) else
-                 f"{len(keys)} of the 9 keys")
-        tops = (f"the {num_heads} heads' largest weights land on {where} "
-                f"({', '.join(quoted[j] for j in keys)})")
+        tops = ("their largest weights on " +
+                ("all 9 keys" if len(keys) == len(TOKENS) else f"{len(keys)} of the 9 keys"))
     word = TOKENS[query]
     heads = "head" if num_heads == 1 else "heads"
     return {
@@ -104,12 +102,11 @@ def width_state(num_heads, query, x=None, weights=None):
                                                              else "one row"),
                                axes="rows: heads, columns: keys"),
             "counts": _table(num_heads)},
-        "readout": (f'{num_heads} {heads} of width {c["d_head"]} (= 512 / {num_heads}): '
-                    f'{num_heads} distribution{"s" if num_heads > 1 else ""} for the query '
-                    f'"{word}"; {tops}. The weights are random (untrained): the patterns '
-                    f'mean nothing, the count of rows does. The layer '
-                    f'{"still " if num_heads > 1 else ""}has {c["layer"]:,} parameters = '
-                    f'4 x 512 x 512.'),
+        "readout": (f'{num_heads} {heads} of width 512 / {num_heads} = {c["d_head"]}: '
+                    f'{num_heads} distribution{"s" if num_heads > 1 else ""} for "{word}", '
+                    f'{tops}. The weights are random (untrained): count the rows, not their '
+                    f'patterns. Parameters: {"still " if num_heads > 1 else ""}'
+                    f'{c["layer"]:,}.'),
         "state": {"num_heads": num_heads, "query": query, "d_head": c["d_head"],
                   "parameters": c["layer"]},
     }

@@ -211,7 +211,8 @@ def fold_state(expansion, num_heads, len0, len1):
              f"({'; '.join(rows[r] for r in wrong_rows)})")
     return {
         "views": {
-            "mask": heatmap(allowed, rows, keys, label="1 = may attend, 0 = masked",
+            "mask": heatmap(allowed, rows, keys, label="mask", ticks=[0, 1],
+                            tick_labels=["blocked", "may attend"],
                             marks=[(0, r, j) for r, j in bad_mask],
                             caption=f"valid_lens ({len0}, {len1}) -> {lens.tolist()}",
                             axes="rows: folded rows (B x H), columns: keys; outlined: wrong"),

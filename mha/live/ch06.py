@@ -73,18 +73,21 @@ def many_heads_state(h, query, weights):
     heads = "head" if h == 1 else "heads"
     # short row labels: on a phone they share the column with the grid
     rows = ["1-head layer", f"product ^ 1/sqrt({h})", "mean"]
-    scale = table(["quantity", "1-head layer",
-                   "h = 1 (the same layer)" if h == 1 else f"each of the {h} heads"],
-                  [["d_k of q . k", D_MODEL, d_head],
-                   ["scores divided by", f"sqrt({D_MODEL}) = {math.sqrt(D_MODEL):.2f}",
-                    f"sqrt({d_head}) = {math.sqrt(d_head):.2f}"],
+    # short cells: on a phone three columns share 358 px ("sqrt(512) = 22.63" wrapped)
+    biggest = int(p_heads.max(-1).values.argmax())  # the head holding the largest weight
+    scale = table(["", "1-head layer", "h = 1 (same layer)" if h == 1 else f"{h}-head layer"],
+                  [["d_k (per head)", D_MODEL, d_head],
+                   ["scores divided by sqrt(d_k)", f"{math.sqrt(D_MODEL):.2f}",
+                    f"{math.sqrt(d_head):.2f}"],
                    ["distributions per query", 1, h],
-                   [f'largest weight in the row of "{word}" (all heads)', float(p_one.max()),
-                    float(p_heads.max())]],
+                   [f'largest weight for "{word}"', float(p_one.max()),
+                    float(p_heads.max()) if h == 1 else
+                    f"{float(p_heads.max()):.2f} (head {biggest})"]],
                   caption=("The scale: sqrt(d_model) = sqrt(512) for the 1-head layer; with "
                            "h = 1, d_head = d_model" if h == 1 else
                            f"The scale: sqrt(d_model) for the 1-head layer, sqrt(d_head) = "
-                           f"sqrt(512 / {h}) for each of the {h} heads"))
+                           f"sqrt(512 / {h}) for each of the {h} heads; the largest weight is "
+                           f"the largest of any head"))
     if agree == 0:
         agreeing = f"none of the {h} heads prefers it"
     elif agree == h:

@@ -34,16 +34,30 @@ STATIC_D_MODEL = 64
 STATIC_HEADS = (1, 2, 4, 8, 16)
 STATIC_SEEDS = tuple(range(5))
 MAX_LEN = 24
-#: the temperature slider's grid: 2 ** (k / 6), six steps per doubling (1, 0.5, 2 are on it)
-T_STEP = math.log10(2) / 6
+#: temperatures the slider holds exactly: the ends, and those the chapters name
+T_ANCHORS = (0.05, 0.1, 0.5, 1.0, 10.0, 20.0)
+T_PER_DECADE = 10  # steps per factor of 10, about 1.26 each
 
 
-def temperature_grid(lo=-1.3, hi=1.3, value=1.0):
-    """Temperatures 10 ** (k * T_STEP) within [10 ** lo, 10 ** hi], plus ``value``."""
-    ks = range(math.ceil(lo / T_STEP), math.floor(hi / T_STEP) + 1)
-    grid = [10 ** (k * T_STEP) for k in ks]
-    grid = [t for t in grid if abs(math.log10(t / value)) > T_STEP / 4]  # no near-twin of value
-    return sorted({round(t, 10) for t in grid} | {float(value)})
+def temperature_grid(value=1.0, anchors=T_ANCHORS, per_decade=T_PER_DECADE):
+    """The temperature slider's stops: ``anchors`` (and ``value``) exactly, and between two
+    neighbouring anchors the whole number of equal steps nearest ``per_decade`` per decade, so
+    the stops are even on a log scale (every step multiplies T by 1.26, give or take 0.2%).
+    A ``value`` outside the anchors' range widens it."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise ValueError(f"temperature (where the slider starts) must be a positive number; "
+                         f"got {value!r}")
+    marks = sorted({float(a) for a in anchors} | {float(value)})
+    grid = [marks[0]]
+    for lo, hi in zip(marks, marks[1:]):
+        n = max(1, round(per_decade * math.log10(hi / lo)))  # whole steps from lo to hi
+        grid += [lo * (hi / lo) ** (i / n) for i in range(1, n)] + [hi]
+    return grid
+
+
+def temperature_labels(grid):
+    """The stops as the page's titles write T: two decimals (0.05, 0.10, 0.13, ..., 10.00)."""
+    return [f"{t:.2f}" for t in grid]
 
 
 def _title(config):
@@ -236,7 +250,7 @@ def explorer_figure(knobs, data=None):
         select("view", "view", list(VIEWS), "heatmaps", labels=list(VIEWS.values())),
     ]
     controls[1].disabled = True  # d_model: fixed in the page
-    controls[5].labels = [f"{t:.2f}" for t in controls[5].values]
+    controls[5].labels = temperature_labels(controls[5].values)
     note = ("<b>Live in this page, no kernel needed:</b> source, num_heads, num_kv_heads, "
             "seq_len, temperature, mask, seed (0 to "
             f"{STATIC_SEEDS[-1]}) and sentence redraw the heatmaps from queries and keys the "

@@ -67,7 +67,7 @@ def check(root):
     counted = f"{sum(p.numel() for p in layer.parameters()):,}"
     assert rows[3][1] == rows[4][1] == rows[5][1] == counted == "1,048,576"
     assert f"{v['num_heads']} head" in readout(root)
-    assert f"of width {512 // v['num_heads']} " in readout(root)
+    assert f"of width 512 / {v['num_heads']} = {512 // v['num_heads']}:" in readout(root)
     assert "random (untrained)" in readout(root)
     return v
 

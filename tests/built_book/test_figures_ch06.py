@@ -57,7 +57,7 @@ def check(root):
     assert same(rows[2], heads.mean(0).tolist()), v
     assert same(drawn(root, "heads"), [heads.tolist()]), v
     scale = root.locator('[data-view="scale"]').inner_text()
-    assert f"sqrt({512 // v['h']}) = {math.sqrt(512 // v['h']):.2f}" in scale
+    assert f"sqrt(d_k)\t22.63\t{math.sqrt(512 // v['h']):.2f}" in scale
     assert f"{v['h']} head" in readout(root)
     return v
 
