@@ -17,6 +17,10 @@ Each check is about what a reader meets, at a laptop's 1280 px width:
   book's content, in light mode and in dark mode. Where the toolchain's markup breaks a rule, the
   book mends it (``_ext/a11y_fixes.py``); no rule is turned off.
 
+On a 390 x 844 phone (a mobile browser, which widens its layout viewport to the widest content
+and lets the reader pan the page sideways), every page keeps the phone's width: chapter 02 was
+515 px wide, for a URL in plain text in its references.
+
 Solutions are opened before the checks, so that what they contain is checked too. Each page is
 loaded once for all its light-mode checks (the ``opened`` fixture; ``scope="module"`` on the
 ``path`` parameter makes pytest run one page's checks together) and once more in dark mode for
@@ -69,6 +73,23 @@ def fresh_page(browser, book_url, path, mode):
     page.add_init_script(f"localStorage.setItem('mode', '{mode}')")
     open_page(page, book_url, path)
     return context, page
+
+
+#: a phone: its browser lays the page out at the device's width unless content is wider
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
+         "device_scale_factor": 2}
+
+
+@pytest.fixture(scope="module")
+def opened_on_a_phone(browser, book_url, path):
+    """``path`` loaded once, afresh, on a phone: a mobile layout viewport is sized by what the
+    page holds as it loads (CSS added afterwards would not show a problem, nor hide one)."""
+    context = browser.new_context(**PHONE)
+    page = context.new_page()
+    page.add_init_script("localStorage.setItem('mode', 'light')")
+    open_page(page, book_url, path)
+    yield page
+    context.close()
 
 
 @pytest.fixture(scope="module")
@@ -179,6 +200,44 @@ def test_nothing_overflows_the_article(opened, path):
     assert not overflowing, (
         f"{path}: {len(overflowing)} elements stick out of the article column and are not inside "
         "a scroll box (give them one, or make them fit):\n" + "\n".join(overflowing[:15])
+    )
+
+
+WIDER_THAN_THE_SCREEN_JS = """
+(width) => {
+  // the innermost elements whose box or content (a long word) reaches past the screen's edge,
+  // unless a box that fits clips them; the theme's drawers and skip link are the page's width
+  const past = (el) => el.getBoundingClientRect().left + Math.max(el.getBoundingClientRect().width,
+    getComputedStyle(el).overflowX === 'visible' ? el.scrollWidth : 0) > width + 1;
+  const clipped = (el) => {
+    for (let a = el.parentElement; a; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX !== 'visible' && a.getBoundingClientRect().right <= width + 1)
+        return true;
+    }
+    return false;
+  };
+  const found = [...document.querySelectorAll('article.bd-article *')].filter(el =>
+    el.getBoundingClientRect().width > 0 && past(el) && !clipped(el));
+  return found.filter(el => !found.some(o => o !== el && el.contains(o))).slice(0, 10).map(el =>
+    `<${el.tagName.toLowerCase()} class="${el.className}"> from ` +
+    `${Math.round(el.getBoundingClientRect().left)} px, ${el.scrollWidth} px wide: ` +
+    JSON.stringify((el.textContent || '').trim().slice(0, 100)));
+}
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("path", PAGE_PARAMS, scope="module")
+def test_a_phone_shows_the_page_at_its_own_width(opened_on_a_phone, path):
+    page = opened_on_a_phone
+    screen = PHONE["viewport"]["width"]
+    inner, scroll = page.evaluate(
+        "() => [window.innerWidth, document.documentElement.scrollWidth]")
+    wide = page.evaluate(WIDER_THAN_THE_SCREEN_JS, screen)
+    assert inner == screen and scroll <= screen, (
+        f"{path}: on a {screen} px phone the page is {inner} px wide (scrollWidth {scroll}): the "
+        "reader can pan it sideways and the text is smaller. Wider than the screen:\n"
+        + "\n".join(wide)
     )
 
 

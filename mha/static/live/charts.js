@@ -10,7 +10,7 @@ function bars(canvas, d, t) {
   var upright = bw * Math.SQRT1_2 < 16, sin = upright ? 1 : Math.SQRT1_2;
   var labH = Math.ceil(widest(d.labels, "12px sans-serif") * sin) + 14;
   var height = y0 + ph + labH + 20, lo = d.y_min || 0, hi = d.y_max || 1;
-  var ctx = setup(canvas, width, height), hl = d.highlight || [];
+  var ctx = setup(canvas, width, height), hl = d.highlight || [], f = fmtFor(d.values);
   caption(ctx, cap, t);
   function y(v) { return y0 + ph - (Math.max(lo, Math.min(hi, v)) - lo) / (hi - lo) * ph; }
   ctx.strokeStyle = t.muted; ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x0, y0 + ph);
@@ -26,7 +26,7 @@ function bars(canvas, d, t) {
     ctx.fillStyle = hl.indexOf(j) >= 0 ? t.accent : t.bar;
     if (v !== null) ctx.fillRect(x, y(v), w, y(lo) - y(v));
     // a bar with no value (a configuration that cannot exist) says so, not "NaN"
-    var s = v === null ? d.null_label || "n/a" : fmt(v, d.decimals), at = y(v === null ? lo : v);
+    var s = v === null ? d.null_label || "n/a" : f(v, d.decimals), at = y(v === null ? lo : v);
     ctx.fillStyle = t.fg; ctx.textAlign = "center"; ctx.font = "12px sans-serif";
     if (ctx.measureText(s).width <= bw - 4) {
       ctx.fillText(s, x + w / 2, at - 8);
@@ -47,25 +47,43 @@ function bars(canvas, d, t) {
   canvas.dataset.values = JSON.stringify(roundDeep(d.values));
   canvas.dataset.numbers = JSON.stringify(said); // the number written at each bar
   return (d.caption ? d.caption + ". " : "") + "Bars: " +
-    d.labels.map(function (s, i) { return s + " " + (d.values[i] === null ? d.null_label || "n/a" : fmt(d.values[i], d.decimals)); }).join(", ") + ".";
+    d.labels.map(function (s, i) { return s + " " + (d.values[i] === null ? d.null_label || "n/a" : f(d.values[i], d.decimals)); }).join(", ") + ".";
 }
 
 // plot: d = {x, series: [{label, y}], caption, x_label, y_label, y_min, y_max, x_log, marker,
 //   marker_series (the series that get the ring; all when null)}
+var XPAD = 10;
 function ringed(d, n) { return !d.marker_series || d.marker_series.indexOf(n) >= 0; }
-// x tick labels: none cut at the canvas's right edge, none written over its neighbour (a
-// narrow phone drops the ones that would collide, never the last)
-function xTickLabels(ctx, labels, X, y, width) {
-  var boxes = labels.map(function (v, i) {
-    var s = String(v), w = ctx.measureText(s).width, x = Math.min(X(i), width - 2 - w / 2);
-    return { s: s, x: x, l: x - w / 2, r: x + w / 2 };
+// The x axis's labels: evenly spaced x (steps, distances, powers of 2 on a log axis) labels
+// every k-th point, k the least of 1, 2, 5, 10, ... that keeps labels 8 px apart, and the last
+// point; unevenly spaced x (chapter 03's checkpoints 0, 10, 25, ...: 0 and 10 crowded, and a
+// phone dropped 10) gets nice ticks over its range. Never cut at the canvas's right edge.
+var XTICK_GAP = 8;
+function xTicks(xs, raw, at, log) {
+  var n = xs.length, space = Infinity, even = xs.every(function (v, i) {
+    if (i) space = Math.min(space, at(v) - at(xs[i - 1]));
+    return !i || Math.abs(v - xs[i - 1] - (xs[1] - xs[0])) < 1e-9 * (Math.abs(xs[1] - xs[0]) || 1);
   });
-  var last = boxes.length - 1, right = -Infinity;
+  if (n <= 2 || even || log) {
+    var w = widest(raw, "12px sans-serif") + XTICK_GAP, k = 1;
+    [1, 2, 5, 10, 20, 50, 100].some(function (c) { k = c; return c * space >= w; });
+    var out = [];
+    for (var i = 0; i < n; i += k) out.push({ s: String(raw[i]), x: at(xs[i]) });
+    if ((n - 1) % k) { // the last point too, in place of its neighbour if they would touch
+      var clash = (n - 1) % k * space < w;
+      if (clash && out.length > 1) { out.pop(); clash = false; }
+      if (!clash) out.push({ s: String(raw[n - 1]), x: at(xs[n - 1]) });
+    }
+    return out;
+  }
+  var ticks = niceTicks(least(xs), most(xs), Math.max(2, Math.min(6, Math.floor((at(most(xs)) -
+    at(least(xs))) / 100))));
+  return ticks.map(function (v) { return { s: tickText(v, ticks.step), x: at(v) }; });
+}
+function xTickLabels(ctx, ticks, y, width) {
   ctx.textAlign = "center";
-  boxes.forEach(function (b, i) {
-    var clash = b.l < right + 4 || (i < last && b.r + 4 > boxes[last].l);
-    if (clash && i !== last) return;
-    ctx.fillText(b.s, b.x, y); right = b.r;
+  ticks.forEach(function (b) {
+    ctx.fillText(b.s, Math.min(b.x, width - 2 - ctx.measureText(b.s).width / 2), y);
   });
 }
 
@@ -126,12 +144,15 @@ function plot(canvas, d, t) {
     text = function (v) { return tickText(v, ticks.step); };
     canvas.dataset.ticks = JSON.stringify(ticks);
   }
-  function X(i) { return x0 + (xs[i] - xlo) / ((xhi - xlo) || 1) * pw; }
+  // the first and last points stand XPAD px inside the axes: a ring there (6 px) leaves the y
+  // axis's labels free (chapter 03's step 0, chapter 12's block 1 covered the "2")
+  function at(v) { return x0 + XPAD + (v - xlo) / ((xhi - xlo) || 1) * (pw - 2 * XPAD); }
+  function X(i) { return at(xs[i]); }
   function Y(v) { return y0 + ph - ((loglog ? Math.log2(v) : v) - lo) / (hi - lo) * ph; }
   ctx.strokeStyle = t.muted; ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x0, y0 + ph);
   ctx.lineTo(x0 + pw, y0 + ph); ctx.stroke(); ctx.fillStyle = t.fg; ctx.textAlign = "right";
   ticks.forEach(function (v) { ctx.fillText(text(v), x0 - 4, tickY(v)); });
-  xTickLabels(ctx, d.x, X, y0 + ph + 12, width);
+  xTickLabels(ctx, xTicks(xs, d.x, at, d.x_log || loglog), y0 + ph + 12, width);
   ctx.fillText(d.x_label || "", x0 + pw / 2, height - 10);
   ctx.save(); ctx.translate(12, y0 + ph / 2); ctx.rotate(-Math.PI / 2); ctx.fillText(d.y_label || "", 0, 0); ctx.restore();
   d.series.forEach(function (s, n) {
@@ -141,13 +162,16 @@ function plot(canvas, d, t) {
     ctx.stroke(); ctx.setLineDash([]); ctx.lineWidth = 1;
     s.y.forEach(function (v, i) { if (ok(v)) { ctx.beginPath(); ctx.arc(X(i), Y(v), 2.5, 0, 7); ctx.fill(); } });
   });
+  var rings = [];
   if (d.marker !== undefined && d.marker !== null) { // the current setting: a ring on its series
     d.series.forEach(function (s, n) {
       var v = s.y[d.marker]; if (!ok(v) || !ringed(d, n)) return;
       ctx.strokeStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.beginPath();
       ctx.arc(X(d.marker), Y(v), 6, 0, 7); ctx.stroke(); ctx.lineWidth = 1;
+      rings.push([X(d.marker), Y(v), 7]); // its ink's radius
     });
   }
+  canvas.mhaGeom = { axisX: x0, firstX: X(0), rings: rings }; // for the tests
   canvas.dataset.values = JSON.stringify(d.series.map(function (s) { return roundDeep(s.y); }));
   return (d.caption ? d.caption + ". " : "") + (loglog ? "Both axes on a log scale. " : "") +
     d.series.map(function (s) {
@@ -174,6 +198,17 @@ function table(el, d) {
     tab.appendChild(row);
   });
   el.appendChild(tab);
+  fitTable(el, tab);
+}
+// A table fits its figure: headers wrap; on a narrow screen (chapter 11's six columns were 4 px
+// too wide for a phone, and the whole figure could be panned) the cells' padding shrinks, and a
+// table still too wide scrolls inside its own box, never the figure's views
+function fitTable(el, tab) {
+  el.style.maxWidth = "100%"; el.style.minWidth = "0"; el.style.overflowX = "auto";
+  var room = el.parentElement && el.parentElement.clientWidth;
+  var tight = room && tab.offsetWidth > room;
+  tab.querySelectorAll("th, td").forEach(function (c) { c.style.padding = tight ? "0 .3em" : ""; });
+  el.dataset.compact = tight ? "1" : "0";
 }
 
 CANVAS_VIEWS.bars = bars;

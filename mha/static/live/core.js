@@ -65,6 +65,9 @@ function theme(el) {
   // output panel (#ced6dd in its dark mode), crossed in a colour that stands out on the grey
   return { fg: fg, muted: dark ? "#9aa4ae" : "#666", accent: dark ? "#ffa657" : "#c24e00",
     bar: dark ? "#6cb6ff" : "#1f5fa8", nan: dark ? "#8c8c8c" : "#737373",
+    // a third series (chapter 11's dashed "q at 0"): a grey 3:1 or more against the page and
+    // the book's grey output panel (the muted grey is for axes, and faded on that panel)
+    third: dark ? "#c4c4c4" : "#474747",
     nanCross: dark ? "#111" : "#fff", dark: dark };
 }
 
@@ -80,6 +83,18 @@ function fmt(x, decimals) {
   if (decimals !== undefined && decimals !== null) return x.toFixed(decimals);
   if (Number.isInteger(x) && Math.abs(x) > 1) return String(x); // a count: 16, not 16.00
   return Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(2);
+}
+// one view's numbers in one style: counts (every value an integer, some above 1) as 16 and 1;
+// any other view's as 1.95 and 2.00 (a weight of 1 is 1.00, never "1" beside "0.97")
+function fmtFor(values) {
+  var all = [];
+  (function walk(a) { if (Array.isArray(a)) a.forEach(walk); else if (a !== null) all.push(a); })(values);
+  var counts = all.some(function (v) { return Math.abs(v) > 1; }) && all.every(Number.isInteger);
+  return function (x, decimals) {
+    if (x === null || x === 0 || decimals !== undefined && decimals !== null) return fmt(x, decimals);
+    if (counts) return String(x);
+    return Number.isInteger(x) && Math.abs(x) < 100 ? x.toFixed(2) : fmt(x);
+  };
 }
 
 // axis ticks at "nice" numbers (steps of 1, 2, 2.5 or 5 x 10^k, as D3's ticks()) inside
@@ -194,6 +209,25 @@ function barTicks(d) {
   var ticks = niceTicks(d.vmin, d.vmax, 4);
   return { values: ticks, text: ticks.map(function (v) { return tickText(v, ticks.step); }) };
 }
+// the centres of labels laid along a line (a colour bar lying under the grids): each at its
+// tick, moved in from the canvas's edges and apart from its neighbours (6 px: the view's own
+// "blocked" and "may attend" at 0 and 1 stay whole); a label with no room left is dropped (null)
+function spread(boxes, width) {
+  var gap = 6, out = boxes.map(function (b) {
+    return Math.max(b.w / 2 + 1, Math.min(width - b.w / 2 - 1, b.c)); });
+  for (var i = 1; i < out.length; i++) {
+    out[i] = Math.max(out[i], out[i - 1] + (boxes[i - 1].w + boxes[i].w) / 2 + gap);
+  }
+  for (i = out.length - 1; i >= 0; i--) {
+    var right = i === out.length - 1 ? width - 1 : out[i + 1] - boxes[i + 1].w / 2 - gap;
+    out[i] = Math.min(out[i], right - boxes[i].w / 2);
+  }
+  var last = -Infinity;
+  return out.map(function (c, i) {
+    if (c - boxes[i].w / 2 < Math.max(0, last + gap - 0.5)) return null;
+    last = c + boxes[i].w / 2; return c;
+  });
+}
 function tickWidth(d) { // the widest tick label of the colour bar (12px)
   return widest(barTicks(d).text, "12px sans-serif");
 }
@@ -206,11 +240,14 @@ function colourBar(ctx, x, y, len, d, t, below) {
   }
   ctx.strokeStyle = t.muted; ctx.strokeRect(x, y, below ? len : 12, below ? 12 : len);
   ctx.fillStyle = t.fg; ctx.textAlign = below ? "center" : "left";
-  ticks.values.forEach(function (v, i) {
-    var at = (v - lo) / (hi - lo) * (len - 1);
-    if (below) ctx.fillText(ticks.text[i], x + at, y + 21);
-    else ctx.fillText(ticks.text[i], x + 16, y + len - at);
-  });
+  var spots = ticks.values.map(function (v) { return (v - lo) / (hi - lo) * (len - 1); });
+  if (below) {
+    var place = spread(ticks.text.map(function (s, i) {
+      return { c: x + spots[i], w: ctx.measureText(s).width }; }), parseFloat(ctx.canvas.style.width));
+    place.forEach(function (c, i) { if (c !== null) ctx.fillText(ticks.text[i], c, y + 21); });
+  } else {
+    ticks.values.forEach(function (v, i) { ctx.fillText(ticks.text[i], x + 16, y + len - spots[i]); });
+  }
   ctx.canvas.dataset.ticks = JSON.stringify(ticks.values);
   ctx.canvas.dataset.colourBar = below ? "below" : "right";
   ctx.canvas.dataset.colourBarLength = String(Math.round(len));

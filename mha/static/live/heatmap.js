@@ -7,23 +7,29 @@
 // single query row); several heads 2 or more a row, on a phone with the rows labelled once at
 // the left; token labels shrink with the cells (12 down to 9 px) and where even 9 px would
 // touch every other token is labelled (the subtitle says so); numbers in cells 11 down to 9 px.
-var HEAT_MIN = 9, LABEL_MIN = 9, HEAT_GAP = 14, SHARED_GAP = 8;
+var HEAT_MIN = 9, LABEL_MIN = 9, HEAT_GAP = 14, SHARED_GAP = 8, HEAT_WIDTH = 240;
 
 function heatLayout(d, room) {
   var H = d.grids.length, Lq = d.rows.length, Lk = d.cols.length, n = Math.max(Lq, Lk, 1);
   var narrow = room < 480, bar = colourBarWidth(d), L = { shared: false };
-  var lab = widest(d.rows, "12px sans-serif") + 6;
+  var lab = widest(d.rows, "12px sans-serif") + 6, texts = {};
+  L.fmt = fmtFor(d.grids);
+  if (d.numbers) {
+    d.grids.forEach(function (g) { g.forEach(function (r) { r.forEach(function (v) { if (v !== null) texts[L.fmt(v)] = 1; }); }); });
+    texts = Object.keys(texts);
+  }
+  // a grid of colours stays about 264 px across; one with numbers in its cells may use the
+  // room (chapter 10's cache: 12 columns) so that its numbers keep their 11 px
+  var most = Math.max(Math.floor(264 / n), d.numbers ? widest(texts, "11px sans-serif") + 4 : 0);
   function fit(reserve, label) { // the largest cell that fits one panel a row
     return Math.max(HEAT_MIN, Math.min(d.numbers ? 38 : 22, Math.floor((room - label - reserve -
-      HEAT_GAP) / Math.max(Lk, 1)), Math.floor(264 / n)));
+      HEAT_GAP) / Math.max(Lk, 1)), most));
   }
   L.below = narrow;
   L.cell = fit(L.below ? 8 : bar, lab);
   if (!L.below && Lq * L.cell < 100) { L.below = true; L.cell = fit(8, lab); }
-  var reserve = L.below ? 8 : bar, texts = {};
+  var reserve = L.below ? 8 : bar;
   if (d.numbers) {
-    d.grids.forEach(function (g) { g.forEach(function (r) { r.forEach(function (v) { if (v !== null) texts[fmt(v)] = 1; }); }); });
-    texts = Object.keys(texts);
     if (L.cell < widest(texts, "9px sans-serif") + 3) { // long row labels on two lines, 10 px
       var two = d.rows.map(function (s) { return wrap(s, Math.ceil(widest(d.rows, "10px sans-serif") * 0.6), "10px sans-serif"); });
       var cell2 = fit(reserve, widest([].concat.apply([], two), "10px sans-serif") + 6);
@@ -92,10 +98,10 @@ function heatmap(canvas, d, t) {
   var room = avail(canvas), L = heatLayout(d, room), cell = L.cell, h, i, j;
   var axes = (d.axes || "rows: queries, columns: keys") +
     (L.stride > 1 ? " (every other token labelled)" : "");
-  // as wide as the grids, or the caption on one line; the subtitle wraps (a longer subtitle,
-  // e.g. chapter 09's "outlined: put back", does not widen the canvas and move the views)
-  var words = widest([d.caption || ""], CAPTION_FONT);
-  var width = Math.min(room, Math.max(L.gridsW + L.extra, words + 12));
+  // as wide as the grids (HEAT_WIDTH at least): the caption and the subtitle wrap, so a longer
+  // caption (chapter 02's "fill mha (the package), causal") never widens the canvas and moves
+  // the views (two heatmaps side by side stacked while the reader clicked)
+  var width = Math.min(room, Math.max(L.gridsW + L.extra, HEAT_WIDTH));
   var cap = heading(d.caption || "", width), sub = wrap(axes, width - 8, "12px sans-serif");
   var top = cap.h + sub.length * 15 + 2, nrows = Math.ceil(H / L.ncols);
   var barLen = L.below ? Math.min(220, width - L.rowLab - 20)
@@ -130,7 +136,7 @@ function heatmap(canvas, d, t) {
         if (L.numbers) {
           var light = d.scale === "diverging" ? Math.abs(u - 0.5) < 0.3 : u > 0.55;
           ctx.fillStyle = light ? "#111" : "#fff"; ctx.font = L.numbers + "px sans-serif";
-          ctx.fillText(fmt(v), cx + cell / 2, cy + cell / 2); ctx.font = "12px sans-serif";
+          ctx.fillText(L.fmt(v), cx + cell / 2, cy + cell / 2); ctx.font = "12px sans-serif";
         }
       }
     }

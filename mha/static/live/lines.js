@@ -18,19 +18,22 @@ var LINE_ROW = 26, LINE_CUT = 0.05; // lines of a weight under LINE_CUT are not 
 var LINE_ALPHA = 0.25;
 function lines(box, d, t) {
   var shape = JSON.stringify([d.rows, d.cols, d.titles, d.grids.length]), m = box.mhaLines;
+  // the head the reader picked stays when the input changes (a new sentence or seed), as long
+  // as the data asks for the same head as before and has the reader's
+  var had = m && m.d && (m.d.head || 0) === (d.head || 0) && m.head < d.grids.length ? m.head : null;
   if (!m || m.shape !== shape) m = box.mhaLines = buildLines(box, d, shape);
   var base = d.focus || null, f = d.focus_from, root = box.closest(".mha-live");
   var knob = f && root && root.querySelector('[data-knob="' + f.knob + '"]');
   if (knob) { var q = f.queries[Number(knob.value)]; base = q === null || q === undefined ? null : ["query", q]; }
   if (JSON.stringify(base) !== JSON.stringify(m.base)) m.pinned = null; // a new step: unpin
-  if (m.d && m.d.head !== d.head) m.head = d.head || 0;
+  m.head = had === null ? d.head || 0 : had;
   m.d = d; m.t = t; m.base = base;
   drawLines(m);
 }
 
 function buildLines(box, d, shape) {
   var m = { shape: shape, box: box, head: d.head || 0, pinned: null, hover: null, base: null,
-    pointer: false, buttons: { query: [], key: [] } };
+    pointer: null, buttons: { query: [], key: [] } };
   box.textContent = "";
   box.setAttribute("role", "group");
   box.setAttribute("aria-label", "lines view: " + (d.caption || "one head") +
@@ -64,21 +67,27 @@ function buildLines(box, d, shape) {
       b.style.cssText = "height:" + LINE_ROW + "px;min-width:32px;margin:0;padding:0 6px;" +
         "border:1px solid transparent;border-radius:4px;background:transparent;color:inherit;" +
         "font:inherit;font-size:13px;cursor:pointer;white-space:nowrap";
-      b.addEventListener("pointerdown", function (e) { m.pointer = e.pointerType !== "mouse"; });
+      // a tap (touch, pen) pins and unpins by click; the focus it gives the button must not show
+      // the button's lines as if focused by keyboard (they stayed after a tap had unpinned them):
+      // m.pointer is the button being tapped until its click
+      b.addEventListener("pointerdown", function (e) { m.pointer = e.pointerType !== "mouse" ? b : null; });
+      b.addEventListener("pointercancel", function () { m.pointer = null; });
       b.addEventListener("pointerenter", function (e) { if (e.pointerType === "mouse") { m.hover = [side, i]; drawLines(m); } });
       b.addEventListener("pointerleave", function (e) { if (e.pointerType === "mouse") { m.hover = null; drawLines(m); } });
       b.addEventListener("focus", function () {
         m.buttons[side].forEach(function (o) { o.tabIndex = o === b ? 0 : -1; }); // roving tab stop
-        if (!m.pointer) { m.hover = [side, i]; drawLines(m); } // a tap pins instead (click)
+        if (m.pointer !== b) { m.hover = [side, i]; drawLines(m); } // a tap pins instead (click)
       });
-      b.addEventListener("blur", function () { m.pointer = false; if (m.hover) { m.hover = null; drawLines(m); } });
+      b.addEventListener("blur", function () { if (m.hover) { m.hover = null; drawLines(m); } });
       b.addEventListener("click", function () {
-        m.pointer = false;
+        if (m.pointer === b && m.hover && m.hover[0] === side && m.hover[1] === i) m.hover = null;
+        m.pointer = null;
         m.pinned = m.pinned && m.pinned[0] === side && m.pinned[1] === i ? null : [side, i];
         drawLines(m);
       });
       b.addEventListener("keydown", function (e) {
         var list = m.buttons[side], other = m.buttons[side === "query" ? "key" : "query"], to = null;
+        m.pointer = null; // the keyboard again: focus shows a token's lines
         if (e.key === "ArrowDown") to = list[Math.min(list.length - 1, i + 1)];
         else if (e.key === "ArrowUp") to = list[Math.max(0, i - 1)];
         else if (e.key === "Home") to = list[0];
@@ -147,6 +156,7 @@ function drawLines(m) {
   m.legend.textContent = "Line width and opacity: the " + (d.label || "attention weight") +
     " (thin and light near " + cut + ", solid from 0.5, thickest at 1); lines under " + cut + " are not drawn.";
   m.said.textContent = said.text + whose(m, f);
+  neverShrink(m.said, "2.6em"); // the pointer moving over tokens moves nothing below
   m.box.dataset.values = JSON.stringify({ head: h, focus: f ? { side: f[0], index: f[1],
     label: (f[0] === "query" ? d.rows : d.cols)[f[1]] } : null, lines: drawn, threshold: cut,
     shown: said.shown, largest: said.largest });

@@ -39,6 +39,30 @@ function buildControl(c, uid, onChange) {
   return { spec: c, input: input, out: out };
 }
 
+// A text that changes as the reader moves controls (a readout) keeps the tallest height it has
+// had at this width, so that what lies below it does not jump up and down (chapter 02's
+// readout ran to 2 lines, then 3); base: its height at least (a CSS length)
+function neverShrink(e, base) {
+  if (e.mhaWidth !== e.clientWidth) { e.style.minHeight = base || ""; e.mhaWidth = e.clientWidth; }
+  if (e.clientWidth) e.style.minHeight = e.offsetHeight + "px";
+}
+// the height (px) of the tallest of texts in element e at its width: the longest few on one
+// line, measured in an invisible copy of e (a figure lists a few thousand states at most)
+function tallest(e, texts) {
+  var m = measurer(getComputedStyle(e).font), seen = {}, most = 0;
+  var ranked = texts.filter(function (s) { return s && !seen[s] && (seen[s] = 1); })
+    .map(function (s) { return [m.measureText(s).width, s]; })
+    .sort(function (a, b) { return b[0] - a[0]; }).slice(0, 8);
+  var probe = e.cloneNode(false);
+  probe.removeAttribute("aria-live"); probe.setAttribute("aria-hidden", "true");
+  probe.style.cssText = "position:absolute;visibility:hidden;left:0;top:0;min-height:0;width:" +
+    e.clientWidth + "px";
+  e.parentElement.appendChild(probe);
+  ranked.forEach(function (r) { probe.textContent = r[1]; most = Math.max(most, probe.offsetHeight); });
+  e.parentElement.removeChild(probe);
+  return most;
+}
+
 // A control the picture does not use shows no value that could contradict it: a slider's
 // number becomes a dash (redraw), a select shows a dash option while it keeps the reader's
 // choice (data-keep, which values() reads; it comes back when the control is used again), a
@@ -152,11 +176,22 @@ function mount(root) {
       else e.textContent = d.text;
     });
     readout.textContent = st.readout || ""; // announced when it changes (aria-live)
+    steady();
     root.dataset.state = JSON.stringify(st.state || values());
     last = st;
     root.dataset.drawnAt = String(performance.now());
     root.dataset.drawMs = String(+root.dataset.drawnAt - start); // look-up (or compute) + draw
     root.dataset.draws = String(+(root.dataset.draws || 0) + 1);
+  }
+  // the readout keeps one height while the reader moves controls: as tall as the longest of
+  // the listed states' readouts (measured again when the figure's width changes), or, with an
+  // in-page compute, never shorter than it has been
+  function steady() {
+    if (!spec.states) { neverShrink(readout); return; }
+    if (readout.mhaWidth === readout.clientWidth || !readout.clientWidth) return;
+    readout.mhaWidth = readout.clientWidth;
+    readout.style.minHeight = tallest(readout, Object.keys(spec.states).map(function (k) {
+      return spec.states[k].readout; })) + "px";
   }
   root.mhaRedraw = function () { redraw(undefined); };
   redraw(null);
