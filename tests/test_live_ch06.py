@@ -92,3 +92,10 @@ def test_every_setting_reads_as_english():
         if h > 1 and agree == 0:
             assert f"none of the {h} heads prefers it" in state["readout"]
     assert "the layer is the 1-head layer itself" in fig.state(h=1)["readout"]
+
+
+def test_the_scale_tables_columns_are_named():
+    """An empty header cell is an axe violation (empty-table-header): every column is named."""
+    for h in (1, 8):
+        columns = ch06.one_vs_many().state(h=h)["views"]["scale"]["columns"]
+        assert all(columns) and columns[0] == "quantity", columns

@@ -155,17 +155,21 @@ def mask_weights(len0, len1, causal, pad_queries, fill):
 
 def _rows(flags):
     rows = [str(i) for i, f in enumerate(flags) if f]
+    if len(rows) == len(flags) > 1:
+        return "every row"
     return ("row " if len(rows) == 1 else "rows ") + ", ".join(rows) if rows else "no row"
 
 
 def _blocked(b, flags, nan, fill):
     """What sequence ``b``'s rows with no allowed key (``flags``) become, in one clause."""
-    one = int(flags.sum()) == 1
-    it, its, has = ("it", "its", "has") if one else ("them", "their", "have")
-    what = (f"{its} weights are NaN" if nan else
-            f"{its} weights are uniform over all 5 keys (every key is blocked for {it})"
-            if fill == FILLS[1] else f"{its} weights are all zero")
-    return f"Sequence {b}: {_rows(flags)} {has} no key to attend to, so {what}"
+    # one short clause (the readout keeps the height of the longest, so that the heatmaps
+    # below it stay put: every clause is kept short)
+    rows = _rows(flags)
+    one = int(flags.sum()) == 1 or rows == "every row"
+    its, has = ("its", "has") if one else ("their", "have")
+    what = ("NaN" if nan else "uniform over the 5 keys, all blocked" if fill == FILLS[1]
+            else "all zero")
+    return f"Sequence {b}: {rows} {has} no key, so {its} weights are {what}"
 
 
 @lru_cache(maxsize=None)
@@ -187,16 +191,14 @@ def mask_state(len0, len1, causal, pad_queries, fill):
     nan = w.isnan().any(-1)  # (2, 5)
     parts = [_blocked(b, empty[b], bool(nan[b].any()), fill) for b in range(2)
              if empty[b].any()]
-    note = {FILLS[2]: " In float16, -1e9 is out of range: masked_fill(scores16, -1e9) raises "
-                      "an overflow error, and -1e9 converted to float16 (as a float16 additive "
-                      "mask is) becomes -inf, which is what fills the blocked scores here."}
-    causal_note = ("; causal mask on (query i may attend only to keys j <= i)" if causal
+    note = {FILLS[2]: " In float16 -1e9 is -inf (masked_fill(scores16, -1e9) raises an "
+                      "overflow error)."}
+    causal_note = ("; causal mask on (query i sees only keys j <= i)" if causal
                    else "; no causal mask")
     readout = (f"Fill {fill}{causal_note}.{note.get(fill, '')} " +
                ("; ".join(parts) + "." if parts
                 else "Every query may attend to at least one key.")
-               + (" Any loss computed from a NaN row is NaN too, even multiplied by 0."
-                  if nan.any() else ""))
+               + (" A loss from a NaN row is NaN, even times 0." if nan.any() else ""))
     return {"views": {f"seq{b}": _sequence_view(b, n, causal, pad_queries, fill)
                       for b, n in enumerate((len0, len1))},
             "readout": readout}

@@ -186,7 +186,10 @@ function table(el, d) {
   var tab = document.createElement("table");
   if (d.caption) { var cap = document.createElement("caption"); cap.textContent = d.caption; tab.appendChild(cap); }
   var tr = document.createElement("tr");
-  d.columns.forEach(function (c) { var th = document.createElement("th"); th.scope = "col"; th.textContent = c; tr.appendChild(th); });
+  d.columns.forEach(function (c) { // an empty corner is a plain cell (axe: empty-table-header)
+    var th = document.createElement(c === "" ? "td" : "th"); if (c !== "") th.scope = "col";
+    th.textContent = c; tr.appendChild(th);
+  });
   tab.appendChild(tr);
   d.rows.forEach(function (r) {
     var row = document.createElement("tr");
