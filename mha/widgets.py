@@ -185,7 +185,7 @@ class Explorer:
         """Recompute and redraw (the observer of every control)."""
         self.result = explore_once(**self.config(), attention_fn=self.attention_fn)
         self.redraws += 1
-        self.counts.value = self.result.counts_html()
+        # the picture first: its message is the larger, and what the reader is looking at
         if not self.result.ok:
             _output(self.view, live_explorer.message_html(self.result.message),
                     self.result.message)
@@ -193,6 +193,7 @@ class Explorer:
             view = self.controls["view"].value
             _output(self.view, live_explorer.view_figure(self.result, view).html(),
                     f"<attention weights: {live_explorer.VIEWS[view]}>")
+        self.counts.value = self.result.counts_html()
 
     def static_html(self):
         """The explorer for a page with no kernel (the built book): ``mha.live.explorer``."""
