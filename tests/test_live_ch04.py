@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from live_texts import strings
 
 import mha
 from mha.live import ch04
@@ -61,24 +62,12 @@ def test_bad_arguments_are_named():
         ch04.heads_at_fixed_width(x=torch.zeros(1, 9, 64))
 
 
-def _texts(obj):
-    """Every string of a state (readout, captions, table cells), recursively."""
-    if isinstance(obj, str):
-        yield obj
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            yield from _texts(v)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            yield from _texts(v)
-
-
 def test_every_setting_reads_as_english():
     """No "1 heads", "all 1 head" or "one row each" for one head; tokens in quotes ("a" is a
     token, not an article)."""
     fig = ch04.heads_at_fixed_width()
     for state in fig.states.values():
-        text = " | ".join(_texts([state["readout"], state["views"]]))
+        text = " | ".join(strings([state["readout"], state["views"]]))
         for wrong in ("1 heads", " 1 distributions", "all 1 head", "of the 1 "):
             assert wrong not in text.replace("16 heads", ""), (wrong, text)
         if state["state"]["num_heads"] == 1:

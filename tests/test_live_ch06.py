@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from live_texts import strings
 
 import mha
 from mha.live import ch06
@@ -64,18 +65,6 @@ def test_bad_arguments_are_named():
         ch06.one_vs_many(layer=mha.MultiHeadAttention(64, 8))
 
 
-def _texts(obj):
-    """Every string of a state (readout, captions, table cells), recursively."""
-    if isinstance(obj, str):
-        yield obj
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            yield from _texts(v)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            yield from _texts(v)
-
-
 def test_every_setting_reads_as_english():
     """h = 1 is not "the product of the 1 head ... for each of 1"; no "0 of the 8 heads
     prefer it"; one agreeing head "prefers", several "prefer"; the product row names its
@@ -83,7 +72,7 @@ def test_every_setting_reads_as_english():
     fig = ch06.one_vs_many()
     for state in fig.states.values():
         h, agree = state["state"]["h"], state["state"]["agree"]
-        text = " | ".join(_texts([state["readout"], state["views"]]))
+        text = " | ".join(strings([state["readout"], state["views"]]))
         for wrong in ("1 heads", "of the 1 ", "each of 1", " 0 of the", "the 1 head"):
             assert wrong not in text.replace("16 heads", ""), (wrong, text)
         assert f"product ^ 1/sqrt({h})" in state["views"]["one"]["rows"][1]

@@ -17,12 +17,11 @@ from live_figures import (
     label,
     layout_problems,
     phone,
-    root_of,
     separation,
     set_control,
+    show,
     show_on_panel,
     texts,
-    wait_drawn,
 )
 
 from mha import live, widgets
@@ -71,9 +70,7 @@ def problems(page, fig, settings, panel=False):
     if panel:
         root = show_on_panel(page, fig)
     else:
-        page.set_content(fig.page())
-        root = root_of(page, fig.name)
-        wait_drawn(page, root)
+        root = show(page, fig)
     for knob, value in settings.items():
         set_control(page, root, knob, value)
     found = []
@@ -149,9 +146,7 @@ def test_every_bar_shows_its_number_on_a_phone(browser, figures, name, view):
     context = phone(browser)
     page = context.new_page()
     try:
-        page.set_content(fig.page())
-        root = root_of(page, fig.name)
-        wait_drawn(page, root)
+        root = show(page, fig)
         said, shown = numbers_written(root, view)
         values = root.locator(f'canvas[data-view="{view}"]').get_attribute("data-values")
         assert len(said) == values.count(",") + 1 and all(shown), (said, shown)
@@ -170,9 +165,7 @@ def test_chapter_06_keeps_the_numbers_in_its_cells_on_a_phone(browser, figures):
     context = phone(browser)
     page = context.new_page()
     try:
-        page.set_content(fig.page())
-        root = root_of(page, fig.name)
-        wait_drawn(page, root)
+        root = show(page, fig)
         for view in ("one", "heads"):
             size = int(root.locator(f'canvas[data-view="{view}"]').get_attribute("data-numbers"))
             assert size >= 9, f"{view}: no numbers in the cells on a phone"
