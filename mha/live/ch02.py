@@ -164,8 +164,8 @@ def _blocked(b, flags, nan, fill):
     """What sequence ``b``'s rows with no allowed key (``flags``) become, in one clause."""
     # one short clause (the readout keeps the height of the longest, so that the heatmaps
     # below it stay put: every clause is kept short)
-    rows = _rows(flags)
-    one = int(flags.sum()) == 1 or rows == "every row"
+    rows = _rows(flags)  # "row 4", "rows 2, 3, 4" or "every row"
+    one = int(flags.sum()) == 1 or bool(flags.all())
     its, has = ("its", "has") if one else ("their", "have")
     what = ("NaN" if nan else "uniform over the 5 keys, all blocked" if fill == FILLS[1]
             else "all zero")

@@ -75,7 +75,8 @@ def many_heads_state(h, query, weights):
     rows = ["1-head layer", f"product ^ 1/sqrt({h})", "mean"]
     # short cells: on a phone three columns share 358 px ("sqrt(512) = 22.63" wrapped)
     biggest = int(p_heads.max(-1).values.argmax())  # the head holding the largest weight
-    scale = table(["quantity", "1-head layer", "h = 1 (same layer)" if h == 1 else f"{h}-head layer"],
+    many = "h = 1 (same layer)" if h == 1 else f"{h}-head layer"
+    scale = table(["quantity", "1-head layer", many],
                   [["d_k (per head)", D_MODEL, d_head],
                    ["scores divided by sqrt(d_k)", f"{math.sqrt(D_MODEL):.2f}",
                     f"{math.sqrt(d_head):.2f}"],

@@ -73,13 +73,13 @@ function theme(el) {
 
 function round(x) { return x === null || !isFinite(x) ? null : Math.round(x * 1e6) / 1e6; }
 function roundDeep(a) { return Array.isArray(a) ? a.map(roundDeep) : round(a); }
+function plural(n, noun) { return n + " " + noun + (n === 1 ? "" : "s"); }
 // a number as drawn: two decimals, but a small non-zero one (a softmax weight is never 0) in
 // exponent form, so that 0.0003 does not read as "0.00"
-function plural(n, noun) { return n + " " + noun + (n === 1 ? "" : "s"); }
 function fmt(x, decimals) {
   if (x === null) return "NaN";
   if (x === 0) return "0";
-  if (x !== 0 && Math.abs(x) < 0.005) return x.toExponential(0);
+  if (Math.abs(x) < 0.005) return x.toExponential(0);
   if (decimals !== undefined && decimals !== null) return x.toFixed(decimals);
   if (Number.isInteger(x) && Math.abs(x) > 1) return String(x); // a count: 16, not 16.00
   return Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(2);
