@@ -69,7 +69,14 @@ assignments-test: $(NBG_STAMP)
 lint: setup
 	$(BIN)/ruff check mha tests benchmarks scripts
 
-unit: setup
+# transformers, for the parity tests only (tests/test_parity_hf.py): never a dependency of mha nor
+# of the book's build, so it is installed here, for `make unit`, and nowhere else
+PARITY_STAMP := $(VENV)/.installed-parity
+$(PARITY_STAMP): requirements-parity.txt $(STAMP)
+	$(BIN)/python -m pip install --quiet -r requirements-parity.txt
+	touch $@
+
+unit: setup $(PARITY_STAMP)
 	$(BIN)/python -m pytest tests --ignore=tests/built_book --ignore=tests/assignments -n $(JOBS) -q
 
 notebooks: setup

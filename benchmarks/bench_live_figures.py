@@ -8,7 +8,11 @@ Jupyter both run); for each of its controls the script presses a key ``--presses
 (ArrowRight/ArrowLeft on sliders, ArrowDown/ArrowUp on selects, Space on toggles) and records the
 time from the key press to the new picture (``data-drawn-at`` of the figure minus the keydown
 time) and the redraw's own time as the front end measured it (``data-draw-ms``: look-up or in-page
-compute, and drawing). Reported: median and worst over all presses of the figure. With
+compute, and drawing). Reported: median and worst over all presses of the figure. The Shakespeare model's
+text box (``mha.live.text_heads``, the model run in the page) is timed apart: with a text of the
+model's full context_length, keys typed at its end (a letter, then Backspace: the page recomputes
+the last position) and at its start (a letter, then Delete: every position), against an aim of
+100 ms from key press to picture (``TYPING_AIM_MS``). With
 ``--book`` it also prints the bytes of every chapter page: its HTML (live figures and their data
 are inline) plus the images it references from ``_images/``. Needs Debian's Chromium.
 """
@@ -36,6 +40,7 @@ def figures():
         "ch07 explorer (in-page compute)": explorer.explorer_figure({"temperature": 0.5}),
         "ch08 trained_head_lines": live.trained_head_lines(),
         "ch09 head_switches": live.head_switches(),
+        "text_heads (Shakespeare model, in-page)": live.text_heads(),
         "ch10 decode_steps": live.decode_steps(),
         "ch10 kv_cache_size": live.kv_cache_size(),
         "ch11 rope_rotation": live.rope_rotation(),
@@ -46,6 +51,9 @@ def figures():
 #: the speed goal of a live figure's redraw: one frame at 60 Hz (the browser tests measure and
 #: print it, this benchmark checks it: speed goals live here, not in tests)
 AIM_MS = 16
+
+#: the speed goal of typing into the Shakespeare model's text box (mha.live.text_heads) (the model runs at every key)
+TYPING_AIM_MS = 100
 
 KEYS = {"range": ("ArrowRight", "ArrowLeft"), "step": ("ArrowLeft", "ArrowRight"),
         "select": ("ArrowDown", "ArrowUp"), "toggle": ("Space", "Space")}
@@ -58,7 +66,7 @@ def time_figure(page, figure, presses):
     total, draws = [], []
     for control in figure.controls:
         el = root.locator(f'[data-knob="{control.name}"]')
-        if el.is_disabled():
+        if el.is_disabled() or control.kind == "text":  # a text box: time_typing
             continue
         for n in range(presses):
             key = KEYS[control.kind][n % 2]
@@ -78,6 +86,42 @@ def time_figure(page, figure, presses):
             total.append(ms)
             draws.append(draw)
     return total, draws
+
+
+def press_and_time(page, root, key):
+    """Press ``key`` in the focused element; (key press to picture, the redraw's own time), ms."""
+    before = root.get_attribute("data-draws")
+    page.evaluate("() => { document.addEventListener('keydown', () => {"
+                  " window.__keyAt = performance.now(); }, {capture: true, once: true}); }")
+    page.keyboard.press(key)
+    page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                           arg=[root.element_handle(), before], timeout=5_000)
+    return page.evaluate("el => [Number(el.dataset.drawnAt) - window.__keyAt,"
+                         " Number(el.dataset.drawMs)]", root.element_handle())
+
+
+def time_typing(page, figure, presses):
+    """The Shakespeare model's text box holding context_length - 1 characters (a passage repeated): keys
+    typed at the end and at the start; {where: (totals, redraws)}."""
+    page.set_content(figure.page())
+    root = page.locator(f'.mha-live[data-figure="{figure.name}"]')
+    page.wait_for_function("el => Number(el.dataset.draws) >= 1", arg=root.element_handle())
+    box = root.locator('[data-knob="text"]')
+    C = figure.data["model"]["config"]["context_length"]
+    passages = figure.data["passages"]
+    text = "\n".join(passages.values())
+    box.fill((text * (C // len(text) + 1))[:C - 1])
+    out = {}
+    for where, undo in (("end", "Backspace"), ("start", "Delete")):
+        total, draws = [], []
+        for n in range(presses):
+            box.focus()
+            page.keyboard.press("Control+End" if where == "end" else "Control+Home")
+            ms, draw = press_and_time(page, root, "e" if n % 2 == 0 else undo)
+            total.append(ms)
+            draws.append(draw)
+        out[where] = (total, draws)
+    return C, out
 
 
 def page_weights(book):
@@ -115,6 +159,18 @@ def main():
                   f"{len(total)} presses)")
             if statistics.median(draws) > AIM_MS:
                 over.append(name)
+        for name, fig in figures().items():
+            if not any(c.kind == "text" for c in fig.controls):
+                continue
+            C, typed = time_typing(page, fig, args.presses)
+            for where, (total, draws) in typed.items():
+                late = statistics.median(total) > TYPING_AIM_MS
+                print(f"  {name}: typing at the {where} of {C - 1} to {C} characters: "
+                      f"{statistics.median(total):5.1f} / {max(total):5.1f} ms  (redraw "
+                      f"{statistics.median(draws):4.1f} / {max(draws):5.1f} ms, {len(total)} "
+                      f"keys; aim {TYPING_AIM_MS} ms{': OVER' if late else ''})")
+                if late:
+                    over.append(f"{name} typing at the {where}")
         browser.close()
         print(f"aim: a median redraw within one frame ({AIM_MS} ms): "
               + (f"OVER for {', '.join(over)}" if over else "every figure within it"))

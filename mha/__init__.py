@@ -2,7 +2,8 @@
 
 Everything public is importable from here; ``mha.viz``, ``mha.widgets``, ``mha.live``,
 ``mha.explore``, ``mha.counts``, ``mha.sources``, ``mha.exercises``, ``mha.tiny``, ``mha.tasks``,
-``mha.train``, ``mha.patterns``, ``mha.configs``, ``mha.decode`` and ``mha.positions`` are
+``mha.train``, ``mha.patterns``, ``mha.configs``, ``mha.decode``, ``mha.positions``,
+``mha.language_model`` and ``mha.head_scores`` are
 imported on first use, so
 ``import mha`` needs only torch.
 """
@@ -23,6 +24,8 @@ from .functional import (
 )
 from .head import AttentionHead
 from .importance import attention_layers, head_gates, head_importance, prune_heads
+from .language_model import load_language_model
+from .latent import LatentAttention
 from .layer import MultiHeadAttention
 from .loop import MultiHeadAttentionLoop
 from .masks import causal_mask, convert_mask, valid_lens_to_mask
@@ -42,6 +45,8 @@ __all__ = [
     "head_gates",
     "head_importance",
     "KVCache",
+    "LatentAttention",
+    "load_language_model",
     "masked_softmax",
     "merge_heads",
     "MultiHeadAttention",
@@ -59,7 +64,7 @@ __all__ = [
 ]
 
 _LAZY = ("viz", "widgets", "counts", "sources", "exercises", "tiny", "tasks", "train", "patterns",
-         "configs", "decode", "positions", "live", "explore")
+         "configs", "decode", "positions", "live", "explore", "language_model", "head_scores")
 
 
 def __getattr__(name):

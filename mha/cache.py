@@ -13,6 +13,14 @@ layer that rotates), as ``(B, Hkv, L, Dh)`` tensors: with grouped-query attentio
     cache = mha.KVCache()
     out, _ = layer(prompt, is_causal=True, cache=cache)    # prefill: (B, P, D)
     out, _ = layer(next_token, is_causal=True, cache=cache)  # one step: (B, 1, D)
+
+``KVCache(window=w)`` is for a layer with a sliding window of ``w`` (``RotaryMultiHeadAttention(
+..., window=w)``): no query will ever look further back than ``w`` positions, so the cache keeps
+only the last ``w`` (``start`` is the position of the first one it holds) while ``seq_len`` still
+counts every position seen, which the rotation needs. ``mha.LatentAttention`` keeps its latents
+in a ``KVCache`` too: its "keys" are the normalised latents ``(B, 1, L, kv_rank)`` and its
+"values" the rotated shared keys ``(B, 1, L, qk_rope_dim)``; keys and values may differ in their
+last dimension.
 """
 
 import torch
@@ -28,20 +36,28 @@ class KVCache:
     ``keys`` and ``values`` are ``None`` while the cache is empty; ``seq_len`` is L (0 when
     empty); ``nbytes`` the bytes the keys and values take; ``reset()`` empties it.
     ``append(k, v)`` adds new positions and returns the whole cached ``(k, v)``.
+
+    ``window`` (None or an int >= 1): keep only the last ``window`` positions, for a layer with
+    a sliding window of that size or less. ``seq_len`` then counts every position seen, while
+    ``keys`` and ``values`` hold the last ``min(seq_len, window)``, from position ``start``.
     """
 
-    def __init__(self):
+    def __init__(self, *, window=None):
+        self.window = None if window is None else _checks.check_positive_int("window", window)
         self.keys = None  # (B, Hkv, L, Dh) or None
         self.values = None  # (B, Hkv, L, Dh) or None
+        self.start = 0  # the position of keys[..., 0, :]: the positions dropped by the window
 
     @property
     def seq_len(self):
-        """Number of cached positions L (0 when empty)."""
-        return 0 if self.keys is None else self.keys.size(-2)
+        """Number of positions seen, L (0 when empty); all of them are cached unless ``window``
+        dropped the first ``start``."""
+        return self.start + (0 if self.keys is None else self.keys.size(-2))
 
     @property
     def nbytes(self):
-        """The bytes that the cached keys and values take, 2 * B * Hkv * L * Dh * (bytes per number)."""
+        """The bytes that the cached keys and values take, B * Hkv * L * (Dh + Dv) * (bytes per
+        number), i.e. 2 * B * Hkv * L * Dh when values have d_head features as keys do."""
         if self.keys is None:
             return 0
         return self.keys.numel() * self.keys.element_size() + (
@@ -51,42 +67,58 @@ class KVCache:
     def reset(self):
         """Forget every cached position (start a new sequence)."""
         self.keys = self.values = None
+        self.start = 0
 
     def append(self, k, v):
         """Add k, v ``(B, Hkv, Lk, Dh)`` after the cached positions.
 
         Returns the cached keys and values, ``(B, Hkv, L + Lk, Dh)`` each. Raises ``ValueError``
         (``TypeError`` for a wrong type or dtype) when k or v do not match each other or what is
-        already cached (batch size, number of heads, d_head, dtype, device).
+        already cached (batch size, number of heads, d_head, dtype, device). Values may have
+        another feature size than keys, ``(B, Hkv, Lk, Dv)``.
+
+        With a ``window``, the return value is still every position held before the call plus
+        the new ones (the new queries need them), but the cache then keeps only the last
+        ``window`` of them (and ``start`` moves on by the number dropped).
         """
         check_append(self, k, v)
         if self.keys is None:
-            self.keys, self.values = k, v
+            keys, values = k, v
         else:  # (B, Hkv, L, Dh) + (B, Hkv, Lk, Dh) -> (B, Hkv, L + Lk, Dh)
-            self.keys = torch.cat([self.keys, k], dim=-2)
-            self.values = torch.cat([self.values, v], dim=-2)
-        return self.keys, self.values
+            keys = torch.cat([self.keys, k], dim=-2)
+            values = torch.cat([self.values, v], dim=-2)
+        self.keys, self.values = keys, values
+        drop = 0 if self.window is None else max(keys.size(-2) - self.window, 0)
+        if drop:  # keep the last `window` positions (a copy: the dropped ones are freed)
+            self.keys = keys[..., drop:, :].clone()
+            self.values = values[..., drop:, :].clone()
+            self.start += drop
+        return keys, values
 
     def __repr__(self):
         if self.keys is None:
-            return "KVCache(empty)"
+            window = "" if self.window is None else f", window={self.window}"
+            return f"KVCache(empty{window})"
         B, Hkv, L, Dh = self.keys.shape
-        return (f"KVCache(B={B}, Hkv={Hkv}, seq_len={L}, d_head={Dh}, dtype={self.keys.dtype}, "
-                f"device={self.keys.device}, nbytes={self.nbytes})")
+        window = "" if self.window is None else f", window={self.window}, start={self.start}"
+        return (f"KVCache(B={B}, Hkv={Hkv}, seq_len={self.seq_len}, d_head={Dh}, "
+                f"dtype={self.keys.dtype}, device={self.keys.device}, nbytes={self.nbytes}"
+                f"{window})")
 
 
 def check_append(cache, k, v):
-    """k and v must be (B, Hkv, Lk, Dh) tensors of one shape, dtype and device, matching the
-    cache's batch size, heads, d_head, dtype and device."""
+    """k (B, Hkv, Lk, Dh) and v (B, Hkv, Lk, Dv) of one dtype and device, matching the cache's
+    batch size, heads, feature sizes, dtype and device."""
     for name, x in (("k", k), ("v", v)):
         _checks.check_tensor(name, x)
         if x.dim() != 4:
             raise ValueError(
                 f"{name} must have shape (B, Hkv, Lk, Dh); got shape {_checks._shape(x)}"
             )
-    if k.shape != v.shape or k.dtype != v.dtype or k.device != v.device:
+    if k.shape[:-1] != v.shape[:-1] or k.dtype != v.dtype or k.device != v.device:
         raise ValueError(
-            f"k and v must have the same shape, dtype and device; got k {tuple(k.shape)} "
+            f"k and v must have the same shape (B, Hkv, Lk) but for their features, the same "
+            f"dtype and device; got k {tuple(k.shape)} "
             f"{k.dtype} on {k.device} and v {tuple(v.shape)} {v.dtype} on {v.device}"
         )
     if cache.keys is None:
@@ -105,6 +137,11 @@ def check_append(cache, k, v):
             f"the cache holds keys with d_head = {Dh}, but the new keys have d_head = "
             f"{k.size(-1)} (shape {tuple(k.shape)}); use one KVCache per layer"
         )
+    if v.size(-1) != cache.values.size(-1):
+        raise ValueError(
+            f"the cache holds values with {cache.values.size(-1)} features, but the new values "
+            f"have {v.size(-1)} (shape {tuple(v.shape)}); use one KVCache per layer"
+        )
     if k.dtype != cache.keys.dtype:
         raise TypeError(
             f"the cache holds keys of dtype {cache.keys.dtype}, but the new keys are {k.dtype}; "
@@ -117,10 +154,18 @@ def check_append(cache, k, v):
         )
 
 
-def check_cache_call(cache, query, key, value):
-    """``cache=`` needs a ``KVCache`` and self-attention (key and value left out or ``query``)."""
+def check_cache_call(cache, query, key, value, window=None):
+    """``cache=`` needs a ``KVCache`` and self-attention (key and value left out or ``query``);
+    a ``KVCache(window=w)`` only for a layer whose own ``window`` is at most w."""
     if not isinstance(cache, KVCache):
         raise TypeError(f"cache must be a mha.KVCache; got {type(cache).__name__}")
+    if cache.window is not None and (window is None or cache.window < window):
+        needs = "every position" if window is None else f"the last {window}"
+        raise ValueError(
+            f"cache is a KVCache(window={cache.window}), which keeps only the last "
+            f"{cache.window} positions, but this layer has window={window} (it needs {needs}): "
+            f"use KVCache(), or KVCache(window=w) with w >= the layer's window"
+        )
     for name, x in (("key", key), ("value", value)):
         if x is not None and x is not query:
             raise ValueError(

@@ -8,8 +8,9 @@ combination of knobs. The explorer's controls are ``mha.widgets`` (Jupyter) and 
 (the page); both draw with ``mha/static/live/``.
 
 * ``source``: ``"random layer"`` (the seeded layer below) or a layer of chapter 08's trained
-  tiny models on its own inputs (``mha.sources``): then ``seed`` picks the input sample and only
-  the temperature applies; the heads' names and pattern scores come with it.
+  tiny models or of the Shakespeare model on its own inputs (``mha.sources``): then
+  ``seed`` picks the input sample (the Shakespeare model: the passage) and only the temperature
+  applies; the heads' names and pattern scores come with it.
 * The input: the sentence is split into words and punctuation; ``seq_len`` trims it or pads it
   with ``<pad>``. Each word gets a fixed random embedding (a normal vector seeded by the word
   itself; ``<pad>`` is the zero vector) plus the sinusoidal position encoding of Vaswani et al.
@@ -27,6 +28,7 @@ combination of knobs. The explorer's controls are ``mha.widgets`` (Jupyter) and 
 Shapes: H heads, Hkv key/value heads, L = seq_len, D = d_model, Dh = d_head.
 """
 
+import html
 import math
 import re
 import zlib
@@ -36,6 +38,7 @@ import torch
 
 from ._threads import one_thread
 from .counts import count_flops, count_parameters
+from .sources import TRAINED_SOURCES, passages_said
 
 __all__ = ["DEFAULTS", "EXAMPLE_SENTENCES", "MASK_KINDS", "SOURCES", "ExplorerResult",
            "build_layer", "embed_tokens", "explore_once", "tokenize", "validate"]
@@ -56,10 +59,7 @@ DEFAULTS = {"source": "random layer", "d_model": 64, "num_heads": 8, "num_kv_hea
             "seq_len": 12, "temperature": 1.0, "mask_kind": "none", "seed": 0,
             "sentence": "bank by the river"}
 #: the heads the explorer can show: the random layer, or a trained layer (``mha.sources``)
-SOURCES = ("random layer", "letters model: layer 0", "letters model: layer 1",
-           "translator encoder: layer 0", "translator encoder: layer 1",
-           "translator decoder: layer 0", "translator decoder: layer 1",
-           "translator cross-attention: layer 0", "translator cross-attention: layer 1")
+SOURCES = ("random layer", *TRAINED_SOURCES)
 MAX_HEADS = 16
 
 
@@ -89,9 +89,14 @@ class ExplorerResult:
             return ""
         c = self.config
         if c.get("source", "random layer") != "random layer":
-            return (f"<div style='font-size:0.85em;max-width:40em'>A trained layer of chapter 08: "
+            text = c.get("passage") is not None
+            which = ("the Shakespeare model (causal, held-out passages)" if text
+                     else "chapter 08")
+            seed = (f"<b>seed</b> picks the passage ({html.escape(passages_said())})" if text
+                    else "<b>seed</b> picks the input sample")
+            return (f"<div style='font-size:0.85em;max-width:40em'>A trained layer of {which}: "
                     f"{c['num_heads']} heads, d_head = {c['d_model'] // c['num_heads']}, its own "
-                    f"inputs and mask. <b>seed</b> picks the input sample and <b>temperature</b> "
+                    f"inputs and mask. {seed} and <b>temperature</b> "
                     f"divides its scores (1 = as trained; choosing a trained source from the random "
                     f"layer resets it to 1); the other knobs are the model's.</div>")
         d_head = c["d_model"] // c["num_heads"]
@@ -287,6 +292,8 @@ def _explore_trained(config):
     config = {**config, "d_model": view.num_heads * view.d_head, "num_heads": view.num_heads,
               "num_kv_heads": view.num_heads, "seq_len": len(view.tokens_q),
               "mask_kind": "causal" if view.causal else "none", "sentence": None}
+    if view.name is not None:  # the Shakespeare model: the passage seed picks
+        config["passage"] = view.name
     return ExplorerResult(config, view.tokens_q, weights=weights.float(),
                           key_tokens=view.tokens_k, table=table,
                           head_labels=[f"head {h}: {n}" for h, n in enumerate(table["names"])])

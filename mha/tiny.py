@@ -234,7 +234,8 @@ def save_pretrained(model: nn.Module, path, *, task: str, info: dict | None = No
 
 
 # weight files in mha/weights/ that hold other experiments' models, not a tiny transformer
-_OTHER_WEIGHTS = {"positions"}  # chapter 11's four position models (mha.positions)
+# chapter 11's position models (mha.positions); the Shakespeare model (mha.language_model)
+_OTHER_WEIGHTS = {"positions", "shakespeare"}
 
 
 def available() -> list:

@@ -122,9 +122,9 @@ class Explorer:
             "<div style='font-size:0.85em;color:#444;max-width:44em'>The knobs keep each other "
             "valid: <b>num_heads</b> offers only the divisors of d_model (up to 16) and "
             "<b>num_kv_heads</b> only the divisors of num_heads. With a trained <b>source</b> "
-            "only temperature and seed (the input sample) apply. <b>view</b> shows every "
-            "head's heatmap or one head as lines (pick the head; focus, hover or tap a token "
-            "to see only its lines).</div>")
+            "only temperature and seed (the input sample; for the Shakespeare model, the "
+            "passage) apply. <b>view</b> shows every head's heatmap or one head as lines (pick "
+            "the head; focus, hover or tap a token to see only its lines).</div>")
         self.result, self.redraws, self._syncing = None, 0, False
         for control in self.controls.values():
             control.observe(self._changed, names="value")

@@ -576,6 +576,46 @@ def _():
     )
 
 
+@register("LatentAttention / RotaryMultiHeadAttention(window, sinks, qk_norm, gate)")
+def _():
+    mla = {"kv_rank": 4, "qk_nope_dim": 4, "qk_rope_dim": 2, "v_head_dim": 4}
+
+    def latent(**bad):
+        return mha.LatentAttention(8, 2, **{**mla, **bad})
+
+    return st.one_of(
+        BAD_POSITIVE_INT.map(lambda w: (
+            (lambda: mha.RotaryMultiHeadAttention(8, 2, window=w)), "window")),
+        st.sampled_from(["sinks", "qk_norm", "gate"]).flatmap(lambda name: NOT_A_BOOL.map(
+            lambda v: ((lambda: mha.RotaryMultiHeadAttention(8, 2, **{name: v})), name))),
+        st.sampled_from(["kv_rank", "qk_nope_dim", "qk_rope_dim", "v_head_dim", "q_rank"]).flatmap(
+            lambda name: BAD_POSITIVE_INT.map(lambda v: ((lambda: latent(**{name: v})), name))),
+        st.sampled_from([1, 3, 5]).map(lambda d: ((lambda: latent(qk_rope_dim=d)), "qk_rope_dim")),
+        not_a_tensor((2, 5, 8)).map(lambda x: ((lambda: latent()(x)), "x")),
+        NOT_A_BOOL.map(lambda a: ((lambda: latent()(t(2, 5, 8), absorb=a)), "absorb")),
+        st.sampled_from([1, 2]).map(lambda w: (
+            (lambda: latent()(t(2, 5, 8), cache=mha.KVCache(window=w))), "cache")),
+    )
+
+
+@register("load_language_model / LanguageModel")
+def _():
+    lm = mha.load_language_model()
+    n = lm.context_length
+    return st.one_of(
+        st.text(alphabet="0123456789@#$%^*~<>", min_size=1, max_size=5).map(
+            lambda s: ((lambda: lm.encode("To be" + s)), "text")),
+        st.sampled_from([torch.float32, torch.int32, torch.bool]).map(
+            lambda d: ((lambda: lm(torch.zeros(1, 4, dtype=d))), "ids")),
+        st.integers(n + 1, n + 40).map(
+            lambda k: ((lambda: lm(torch.zeros(1, k, dtype=torch.long))), "ids")),
+        st.sampled_from([-1, len(mha.language_model.VOCAB)]).map(
+            lambda v: ((lambda: lm(torch.full((1, 3), v))), "ids")),
+        st.sampled_from(["nope.pt", "no/such/dir.pt"]).map(
+            lambda path: ((lambda: mha.load_language_model(path)), "path")),
+    )
+
+
 @register("blockwise_attention / online_softmax_step")
 def _():
     q = t(2, 5, 8)

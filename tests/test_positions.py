@@ -1,4 +1,4 @@
-"""The position experiment of chapter 11 (mha/positions.py) and its shipped weights."""
+"""The position experiment of chapter 12 (mha/positions.py) and its shipped weights."""
 
 import pytest
 import torch
@@ -15,7 +15,7 @@ def shipped():
 def test_shipped_weights_are_small():
     assert P.WEIGHTS.stat().st_size < 150 * 1024
     total = sum(p.stat().st_size for p in P.WEIGHTS.parent.glob("*"))
-    assert total < 1024 * 1024, f"mha/weights holds {total / 1024:.0f} KB; the limit is 1 MB"
+    assert total < 2.5 * 1024 * 1024, f"mha/weights holds {total / 1024:.0f} KB; the limit is 2.5 MB"
 
 
 def test_shipped_models_solve_the_task_at_the_training_length(shipped):
@@ -74,7 +74,7 @@ def test_errors():
 
 
 def test_the_printed_command_reproduces_the_shipped_settings():
-    """Ch 11: `python -m mha.positions` trains with DEFAULTS, the settings of the shipped weights
+    """Ch 12: `python -m mha.positions` trains with DEFAULTS, the settings of the shipped weights
     (600 steps of 64 sequences of 16 tokens, seed 0)."""
     _, info = P.load_models()
     assert info["settings"] == P.DEFAULTS

@@ -27,9 +27,11 @@ def translation():
 
 def test_shipped_weights_are_small_and_listed():
     files = sorted(tiny.WEIGHTS_DIR.glob("*.pt"))
-    assert [f.stem for f in files] == ["multitask", "multitask_8heads", "positions", "translation"]
+    assert [f.stem for f in files] == ["multitask", "multitask_8heads", "positions",
+                                       "shakespeare", "translation"]
     assert tiny.available() == ["multitask", "multitask_8heads", "translation"]
-    total = sum(f.stat().st_size for f in files)
+    # the Shakespeare model has its own limit (3 MB, tests/test_language_model.py)
+    total = sum(f.stat().st_size for f in files if f.stem != "shakespeare")
     assert total < 1_000_000, f"shipped weights take {total} bytes; keep them under 1 MB"
 
 

@@ -17,3 +17,4 @@ from .ch09 import head_switches  # noqa: F401
 from .ch10 import decode_steps, kv_cache_size  # noqa: F401
 from .ch11 import rope_rotation  # noqa: F401
 from .ch12 import online_softmax  # noqa: F401
+from .text import text_heads  # noqa: F401 (the Shakespeare model)

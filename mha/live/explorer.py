@@ -14,7 +14,8 @@ k = W_k x (L_max, Hkv*Dh) at the longest length L_max, for every key width Hkv*D
 make. Queries and keys of token i do not depend on the other tokens, so the first seq_len rows
 are exactly what a shorter sentence gives; the page splits them into heads, applies the mask and
 the temperature and takes the softmax. For a trained source, the layer's queries and keys on
-each input sample (``mha.sources``). Numbers travel as base64 of little-endian float32.
+each input sample (``mha.sources``; for the Shakespeare model each passage, with its name).
+Numbers travel as base64 of little-endian float32.
 """
 
 import base64
@@ -34,6 +35,9 @@ STATIC_D_MODEL = 64
 STATIC_HEADS = (1, 2, 4, 8, 16)
 STATIC_SEEDS = tuple(range(5))
 MAX_LEN = 24
+#: the smallest heatmap cell (px) for a passage of the Shakespeare model (up to context_length
+#: characters), as the Shakespeare figure draws them: the grids fit a phone
+TEXT_CELL_MIN = 1
 #: temperatures the slider holds exactly: the ends, and those the chapters name
 T_ANCHORS = (0.05, 0.1, 0.5, 1.0, 10.0, 20.0)
 T_PER_DECADE = 10  # steps per factor of 10, about 1.26 each
@@ -63,7 +67,9 @@ def temperature_labels(grid):
 def _title(config):
     c = config
     if c.get("source", "random layer") != "random layer":
-        return (f"{c['source']} (trained), input sample {c['seed']}, L = {c['seq_len']}, "
+        sample = (f"passage \"{c['passage']}\" (seed {c['seed']})" if c.get("passage")
+                  else f"input sample {c['seed']}")  # the page's caption says the same
+        return (f"{c['source']} (trained), {sample}, L = {c['seq_len']}, "
                 f"T = {c['temperature']:.3g}")
     H, Hkv = c["num_heads"], c["num_kv_heads"]
     kv = "" if Hkv == H else f", {Hkv} key/value head{'s' if Hkv > 1 else ''}"
@@ -120,6 +126,8 @@ def payload(result, view="heatmaps"):
     keys = result.tokens if result.key_tokens is None else result.key_tokens
     heads = heatmap(result.weights, result.tokens, keys, titles=_head_labels(result),
                     caption=_title(result.config), digits=6)
+    if result.config.get("passage"):  # a passage: up to context_length characters
+        heads["cell_min"] = TEXT_CELL_MIN
     lines = None
     if view == "lines":
         lines = {k: heads[k] for k in ("grids", "rows", "cols", "titles", "caption", "label")}
@@ -184,19 +192,24 @@ def _random_data(sentences):
 
 
 def _trained_data(source):
-    from ..sources import head_table, trained_views
+    from ..sources import head_table, passages_said, trained_views
 
     views = {}
     for seed, v in zip(STATIC_SEEDS, trained_views(source, STATIC_SEEDS)):
         views[str(seed)] = {"q": _b64(v.q), "k": _b64(v.k), "tokens_q": v.tokens_q,
                             "tokens_k": v.tokens_k}
+        if v.name is not None:  # a passage of the Shakespeare model: the caption names it
+            views[str(seed)]["name"] = v.name
     t = head_table(source)
-    return {"kind": "trained", "views": views, "H": v.num_heads, "Dh": v.d_head,
+    picks = (f"seed picks the passage ({passages_said(STATIC_SEEDS)})" if v.name is not None
+             else "seed picks the input sample")
+    text = {"cell_min": TEXT_CELL_MIN} if v.name is not None else {}
+    return {"kind": "trained", "views": views, "H": v.num_heads, "Dh": v.d_head, **text,
             "causal": v.causal, "table": _table(t),
             "titles": [f"head {h}: {n}" for h, n in enumerate(t["names"])],
             "note": (f"A trained layer: {v.num_heads} heads, d_head = {v.d_head}"
                      f"{', causal' if v.causal else ''}. Its size, mask and inputs are the "
-                     f"model's own: seed picks the input sample, temperature divides its "
+                     f"model's own: {picks}, temperature divides its "
                      f"scores (1 = as trained; choosing a trained source from the random "
                      f"layer resets it to 1).")}
 
@@ -223,6 +236,13 @@ def explorer_data(sources=None):
                 flops = counts.count_flops(L, D, H, Hkv)["total"]
                 data["counts"][f"{H},{Hkv},{L}"] = [params, flops, 2 * L * Hkv * (D // H)]
     return data
+
+
+def _trained_said(trained):
+    """"8 trained layers from chapter 08 and 2 from the Shakespeare model"."""
+    text = sum(kind == "text" for _, _, kind in trained.values())
+    said = f"{len(trained) - text} trained layers from chapter 08"
+    return said + (f" and {text} from the Shakespeare model" if text else "")
 
 
 def explorer_figure(knobs, data=None):
@@ -259,7 +279,7 @@ def explorer_figure(knobs, data=None):
             f"{STATIC_SEEDS[-1]} and your own attention function: open this chapter in Colab "
             "or Binder (the rocket button at the top) or run it in Jupyter to turn every knob. "
             "num_kv_heads offers only divisors of num_heads; a trained source fixes its own "
-            f"size, mask and inputs ({len(TRAINED_SOURCES)} trained layers from chapter 08). "
+            f"size, mask and inputs ({_trained_said(TRAINED_SOURCES)}). "
             "<b>view</b> switches between every head's heatmap and one head as lines (pick the "
             "head; focus, hover or tap a token to see only its lines).")
     return Figure(name="explorer", title="The attention explorer", controls=controls,

@@ -3,7 +3,7 @@
 A figure is declared in Python and drawn by one front end, ``mha/static/live/``:
 
 * **controls** (``slider``, ``select``, ``toggle``, ``steps``): each offers a list of values and
-  starts at one of them;
+  starts at one of them; ``textbox``, the reader's own text, needs an in-page ``compute``;
 * **views** (``View(name, kind)``, a kind of ``mha.live.views.VIEW_KINDS``): the pictures, whose
   data each state gives (build it with ``heatmap``, ``bars``, ``plot``, ``table``, ``lines``: one
   head as lines between its query and key tokens, ``arrows``; see ``mha.live.views``);
@@ -29,12 +29,12 @@ from .views import VIEW_KINDS, arrows, bars, heatmap, lines, plot, table
 
 # the view builders (mha.live.views) are re-exported: a chapter's figure imports all it needs here
 __all__ = ["Control", "Figure", "View", "arrows", "bars", "heatmap", "lines", "plot", "select",
-           "slider", "steps", "table", "toggle"]
+           "slider", "steps", "table", "textbox", "toggle"]
 
 #: the front end's parts (mha/static/live/), concatenated in this order inside one function
 JS_DIR = Path(__file__).resolve().parents[1] / "static" / "live"
-JS_PARTS = ("core", "heatmap", "charts", "panels", "lines", "compute", "mount")
-CONTROL_KINDS = ("range", "select", "toggle", "step")
+JS_PARTS = ("core", "heatmap", "charts", "panels", "lines", "compute", "lm", "textfig", "mount")
+CONTROL_KINDS = ("range", "select", "toggle", "step", "text")
 MAX_STATES = 5000
 
 CSS = """<style>
@@ -51,6 +51,9 @@ CSS = """<style>
 .mha-live .mha-control select{min-height:30px;max-width:12em;font-size:14px}
 .mha-live .mha-control button{min-width:32px;min-height:32px;font-size:14px}
 .mha-live .mha-control output{min-width:3.5em;font-variant-numeric:tabular-nums}
+.mha-live .mha-text{grid-column:1/-1;flex-wrap:wrap;align-items:flex-start}
+.mha-live .mha-control textarea{flex:1 1 16em;min-width:0;max-width:100%;box-sizing:border-box;
+ font:14px/1.35 monospace;padding:.3em;color:inherit;background:transparent;resize:vertical}
 .mha-live :disabled{opacity:.5;cursor:not-allowed}
 .mha-live .mha-readout{margin:.3em 0;min-height:1.4em;font-weight:600}
 .mha-live canvas{display:block;max-width:100%;height:auto;margin:.3em 0}
@@ -68,8 +71,10 @@ html[data-theme=dark] .mha-live .mha-error{color:#ff8a80}
 @dataclass
 class Control:
     """One control: ``kind`` is ``range`` (a slider over ``values``), ``select``, ``toggle``
-    (values False, True) or ``step`` (a slider with previous/next buttons); ``value`` is one of
-    ``values``; ``labels`` (optional) are what the reader sees for each value."""
+    (values False, True), ``step`` (a slider with previous/next buttons) or ``text`` (a text
+    box: ``value`` is its starting text, at most ``max_length`` characters, ``values`` empty;
+    only with an in-page compute); otherwise ``value`` is one of ``values``; ``labels``
+    (optional) are what the reader sees for each value."""
 
     name: str
     label: str
@@ -78,10 +83,14 @@ class Control:
     value: object
     labels: list = None
     disabled: bool = False
+    max_length: int = None  # a text box's
 
     def __post_init__(self):
         if self.kind not in CONTROL_KINDS:
             raise ValueError(f"kind must be one of {CONTROL_KINDS}; got {self.kind!r}")
+        if self.kind == "text":
+            self._check_text()
+            return
         if not self.values:
             raise ValueError(f"control {self.name!r}: values must not be empty")
         if self.value not in self.values:
@@ -91,7 +100,25 @@ class Control:
             raise ValueError(f"control {self.name!r}: labels has {len(self.labels)} entries, "
                              f"values {len(self.values)}; expected one label per value")
 
+    def _check_text(self):
+        n = self.max_length
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"control {self.name!r}: max_length must be a positive int; "
+                             f"got {n!r}")
+        if not isinstance(self.value, str):
+            raise TypeError(f"control {self.name!r}: a text box's value must be a str; got "
+                            f"{type(self.value).__name__}")
+        if len(self.value) > n:
+            raise ValueError(f"control {self.name!r}: value has {len(self.value)} characters; "
+                             f"max_length is {n}")
+        if self.values:
+            raise ValueError(f"control {self.name!r}: a text box lists no values")
+
     def spec(self):
+        if self.kind == "text":
+            return {"name": self.name, "label": self.label, "kind": "text", "values": [],
+                    "labels": [], "value": self.value, "max_length": self.max_length,
+                    "disabled": self.disabled}
         labels = self.labels or [_label(v) for v in self.values]
         return {"name": self.name, "label": self.label, "kind": self.kind,
                 "values": list(self.values), "labels": [str(x) for x in labels],
@@ -113,6 +140,12 @@ def select(name, label, values, value, labels=None):
 
 def toggle(name, label, value=False):
     return Control(name, label, "toggle", [False, True], bool(value), ["off", "on"])
+
+
+def textbox(name, label, value, max_length):
+    """A text box (a labelled textarea) holding at most ``max_length`` characters, starting
+    at ``value``; the figure's in-page compute reads the text as the reader types."""
+    return Control(name, label, "text", [], value, max_length=max_length)
 
 
 def steps(name, label, count, value=0, labels=None):
@@ -180,6 +213,10 @@ class Figure:
     def _all_states(self):
         if self.state_fn is None:
             raise TypeError(f"figure {self.name!r}: give state_fn or compute")
+        texts = [c.name for c in self.controls if c.kind == "text"]
+        if texts:
+            raise ValueError(f"figure {self.name!r}: the text box {texts[0]!r} has no list of "
+                             f"values; a figure with one needs an in-page compute")
         grid = list(itertools.product(*(range(len(c.values)) for c in self.controls)))
         if len(grid) > MAX_STATES:
             raise ValueError(f"figure {self.name!r} has {len(grid)} states; at most "

@@ -42,6 +42,7 @@ FIGURES = {
     "ch09": live.head_switches,
     "ch10-decode": live.decode_steps, "ch10-cache": live.kv_cache_size,
     "ch11": live.rope_rotation, "ch12": live.online_softmax,
+    "text": live.text_heads,  # the Shakespeare model in the page
 }
 # (figure, the controls set before looking: knob -> option label or slider index)
 CASES = [(name, {}) for name in FIGURES] + [
@@ -50,8 +51,10 @@ CASES = [(name, {}) for name in FIGURES] + [
     ("ch07", {"seq_len": 22}),  # 24 tokens
     ("ch07", {"source": "translator decoder: layer 0"}),
     ("ch07", {"source": "translator cross-attention: layer 0"}),
+    ("ch07", {"source": "Shakespeare model: layer 1"}),  # the first 48 characters of a passage
     ("ch07", {"num_heads": "16"}),
     ("ch09", {"removed": 10, "spare": True}),
+    ("text", {"passage": "Sonnet 18"}),  # 127 characters
 ]
 
 
@@ -109,7 +112,7 @@ def test_no_text_overlaps_or_is_cut_on_a_desktop(page, figures, name, settings):
 
 
 PANEL_CASES = [("ch04", {"num_heads": 0}), ("ch06", {}), ("ch07", {}), ("ch07", {"seq_len": 22}),
-               ("ch09", {"removed": 10, "spare": True})]
+               ("ch09", {"removed": 10, "spare": True}), ("text", {})]
 
 
 @pytest.mark.parametrize("name,settings", PANEL_CASES,

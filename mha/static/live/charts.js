@@ -1,4 +1,4 @@
-// Part 3 of 7: bars, line plots (linear or log-log) and tables.
+// Part 3 of 9: bars, line plots (linear or log-log) and tables.
 // bars: d = {values, labels, highlight (indices), caption, y_label, x_label, y_max, y_min}
 // Every bar's number is written: above the bar, or on a narrow bar (a phone) upright in a
 // smaller font, above it or, where the caption is near, inside its top; key labels at 45

@@ -1,4 +1,4 @@
-// Part 6 of 7: in-page computes (chapter 07's explorer, chapter 05's split-heads), from the
+// Part 6 of 9: in-page computes (chapter 07's explorer, chapter 05's split-heads), from the
 // tensors Python exported.
 function decode(b64) { // base64 of little-endian float32 -> Float32Array
   var s = atob(b64), bytes = new Uint8Array(s.length);
@@ -81,14 +81,16 @@ COMPUTE.explorer = function (v, data, changed, root) {
     tq = view.tokens_q; tk = view.tokens_k;
     o = { H: src.H, Hkv: src.H, Dh: src.Dh, Lq: tq.length, Lk: tk.length, qStride: src.H * src.Dh,
       kStride: src.H * src.Dh, T: T, allowed: src.causal ? function (i, j) { return j <= i; } : function () { return true; } };
-    titles = src.titles; caption = v.source + " (trained), input sample " + seed +
+    titles = src.titles; caption = v.source + " (trained), " + (view.name ? "passage \"" +
+      view.name + "\" (seed " + seed + ")" : "input sample " + seed) +
       (tk.length === tq.length ? ", L = " + tq.length : ", Lq = " + tq.length + ", Lk = " + tk.length) + ", T = " + T.toFixed(2);
     counts = src.note; table = src.table;
   }
   return {
     views: { counts: { text: counts }, table: table,
       heads: { grids: attention(q, k, o), rows: tq, cols: tk, titles: titles, caption: caption,
-        vmin: 0, vmax: 1, scale: "viridis", label: "attention weight" } },
+        vmin: 0, vmax: 1, scale: "viridis", label: "attention weight",
+        cell_min: trained ? src.cell_min : undefined } }, // a passage: cells small enough to fit
     readout: caption + ".", options: out.options, disabled: out.disabled, set: out.set,
     unused: trained ? { d_model: 1, num_heads: 1, num_kv_heads: 1, seq_len: 1, mask: 1, sentence: 1 } : null,
     state: { source: v.source, seed: Number(seed), temperature: T, num_heads: trained ? src.H : v.num_heads,

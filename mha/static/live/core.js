@@ -5,8 +5,8 @@
  * in words what changed. The same code runs in the built book (no kernel), JupyterLab, Notebook,
  * VS Code and Colab: a figure is plain HTML with this script inlined.
  *
- * spec = {name, title, note, controls: [{name, label, kind: range|select|toggle|step, values,
- *         labels, value (an index), disabled}], views: [{name, kind: heatmap|bars|plot|table|
+ * spec = {name, title, note, controls: [{name, label, kind: range|select|toggle|step|text, values,
+ *         labels, value (an index; a text box's: its text, and max_length), disabled}], views: [{name, kind: heatmap|bars|plot|table|
  *         text|lines|arrows|strips, label}], states: {"i,j,...": state} | compute: NAME, data}
  * state = {views: {NAME: data}, readout: "what the picture shows", state: {...}, disabled:
  *          {control: bool}, options: {control: [indices offered]}, limits: {control: {max,
@@ -19,15 +19,16 @@
  * no two may overlap, none may be cut); the root carries data-draws, data-drawn-at,
  * data-draw-ms (the redraw's own time) and data-state.
  *
- * The front end is seven parts, concatenated in this order by mha.live.figure.script() inside one
+ * The front end is eight parts, concatenated in this order by mha.live.figure.script() inside one
  * function (one scope, "use strict"): core.js (this file: version, colours, theme, number
  * format, ticks, canvases, DOM helpers, and the registries CANVAS_VIEWS, DOM_VIEWS and COMPUTE
  * that the other parts fill), heatmap.js, charts.js (bars, plots, tables), panels.js (arrows,
- * strips), lines.js (one head as lines), compute.js (in-page computes) and mount.js (controls,
+ * strips), lines.js (one head as lines), compute.js (in-page computes), lm.js (the Shakespeare
+ * language model, run in the page), textfig.js (its figure) and mount.js (controls,
  * a figure's mounting and redraw, window.mhaLive).
  */
 
-var VERSION = 2;
+var VERSION = 3; // 3: text boxes and the in-page Shakespeare language model
 // a front end may run an output's script before the output is in the page: mount again shortly
 function soon(mount) { mount(); [0, 50, 250, 1000].forEach(function (t) { setTimeout(mount, t); }); }
 if (window.mhaLive && window.mhaLive.version >= VERSION) { soon(window.mhaLive.mountAll); return; }

@@ -1,7 +1,9 @@
-// Part 2 of 7: the heatmap view (grids on one colour scale, token labels, a colour bar).
+// Part 2 of 9: the heatmap view (grids on one colour scale, token labels, a colour bar).
 // heatmap: d = {grids (H, Lq, Lk; null = NaN), rows, cols, titles, caption, vmin, vmax, scale,
 //   label, numbers (write each value in its cell), marks ([[h, i, j], ...] outlined cells),
-//   axes (the subtitle; default "rows: queries, columns: keys")}
+//   axes (the subtitle; default "rows: queries, columns: keys"), cell_min (the smallest cell,
+//   px; default HEAT_MIN), raster (a long text's grids: each drawn as one image, their numbers
+//   not copied into data-values; the compute keeps them, the Shakespeare figure's lm.js)}
 // The layout (heatLayout): cells as large as the room allows (22 px, 38 with numbers); the
 // colour bar at the right, or under the grids on a narrow screen and under a short grid (a
 // single query row); several heads 2 or more a row, on a phone with the rows labelled once at
@@ -13,7 +15,7 @@ function heatLayout(d, room) {
   var H = d.grids.length, Lq = d.rows.length, Lk = d.cols.length, n = Math.max(Lq, Lk, 1);
   var narrow = room < 480, bar = colourBarWidth(d), L = { shared: false };
   var lab = widest(d.rows, "12px sans-serif") + 6, texts = {};
-  L.fmt = fmtFor(d.grids);
+  L.fmt = d.raster ? fmt : fmtFor(d.grids);
   if (d.numbers) {
     d.grids.forEach(function (g) { g.forEach(function (r) { r.forEach(function (v) { if (v !== null) texts[L.fmt(v)] = 1; }); }); });
     texts = Object.keys(texts);
@@ -22,7 +24,7 @@ function heatLayout(d, room) {
   // room (chapter 10's cache: 12 columns) so that its numbers keep their 11 px
   var most = Math.max(Math.floor(264 / n), d.numbers ? widest(texts, "11px sans-serif") + 4 : 0);
   function fit(reserve, label) { // the largest cell that fits one panel a row
-    return Math.max(HEAT_MIN, Math.min(d.numbers ? 38 : 22, Math.floor((room - label - reserve -
+    return Math.max(d.cell_min || HEAT_MIN, Math.min(d.numbers ? 38 : 22, Math.floor((room - label - reserve -
       HEAT_GAP) / Math.max(Lk, 1)), most));
   }
   L.below = narrow;
@@ -46,7 +48,8 @@ function heatLayout(d, room) {
   function labels() { // label font, stride and sizes for the current cell
     L.font = 12;
     while (L.font > LABEL_MIN && inkHeight(L.font) > L.cell - 1.5) L.font--;
-    L.stride = inkHeight(L.font) > L.cell - 1.5 ? 2 : 1; // even 9 px would touch: every other
+    // even 9 px would touch: every other token labelled, or every k-th in cells under 5 px
+    L.stride = inkHeight(L.font) > L.cell - 1.5 ? Math.max(2, Math.ceil((inkHeight(L.font) + 1.5) / L.cell)) : 1;
     var f = L.font + "px sans-serif";
     L.rowLab = (L.rowLines ? widest([].concat.apply([], L.rowLines), "10px sans-serif") : widest(d.rows, f)) + 6;
     L.colLab = widest(d.cols, f) + 6;
@@ -97,7 +100,7 @@ function heatmap(canvas, d, t) {
   var H = d.grids.length, Lq = d.rows.length, Lk = d.cols.length, lo = d.vmin, hi = d.vmax;
   var room = avail(canvas), L = heatLayout(d, room), cell = L.cell, h, i, j;
   var axes = (d.axes || "rows: queries, columns: keys") +
-    (L.stride > 1 ? " (every other token labelled)" : "");
+    (L.stride > 1 ? " (" + everyNth(L.stride) + " token labelled)" : "");
   // as wide as the grids (HEAT_WIDTH at least): the caption and the subtitle wrap, so a longer
   // caption (chapter 02's "fill mha (the package), causal") never widens the canvas and moves
   // the views (two heatmaps side by side stacked while the reader clicked)
@@ -121,7 +124,8 @@ function heatmap(canvas, d, t) {
     (L.titles[h] || []).forEach(function (s, k, all) {
       ctx.fillText(s, x0 + Lk * cell / 2, y0 - 10 - (all.length - 1 - k) * 14);
     });
-    for (i = 0; i < Lq; i++) {
+    if (d.raster) raster(ctx, d, h, x0, y0, cell, t);
+    for (i = 0; i < Lq && !d.raster; i++) {
       for (j = 0; j < Lk; j++) {
         var v = d.grids[h][i][j], cx = x0 + j * cell, cy = y0 + i * cell;
         if (v === null) { // NaN: grey with a cross
@@ -162,7 +166,7 @@ function heatmap(canvas, d, t) {
   }
   if (L.below) colourBar(ctx, L.rowLab, height - COLOUR_BAR_BELOW, barLen, d, t, true);
   else colourBar(ctx, L.gridsW + 6, top + L.titleH, barLen, d, t, false);
-  canvas.dataset.values = JSON.stringify(roundDeep(d.grids));
+  if (d.raster) delete canvas.dataset.values; else canvas.dataset.values = JSON.stringify(roundDeep(d.grids));
   canvas.dataset.heads = String(H);
   canvas.dataset.columns = String(L.ncols); // heatmaps a row
   canvas.dataset.labelStride = String(L.stride);
@@ -171,7 +175,35 @@ function heatmap(canvas, d, t) {
   return (d.caption ? d.caption + ". " : "") + H + (H === 1 ? " heatmap" : " heatmaps") +
     (d.titles ? " (" + d.titles.join("; ") + ")" : "") + "; rows: " + d.rows.join(" ") +
     "; columns: " + d.cols.join(" ") + "; colour from " + lo + " to " + hi + "." +
-    (L.stride > 1 ? " Every other token is labelled." : "");
+    (L.stride > 1 ? " " + everyNth(L.stride).replace("e", "E") + " token is labelled." : "");
+}
+function everyNth(k) { // every other, every 3rd, every 12th, every 22nd
+  var end = Math.floor(k / 10) % 10 === 1 ? "th" : ["th", "st", "nd", "rd"][k % 10] || "th";
+  return k === 2 ? "every other" : "every " + k + end;
+}
+
+// a grid drawn as one image (a long text's 128 x 128 cells of 2 px): one pixel per cell in a
+// scratch canvas, scaled up without smoothing; colours from a 256-step table of the scale
+var RASTER = { luts: {} };
+function raster(ctx, d, h, x0, y0, cell, t) {
+  var g = d.grids[h], Lq = d.rows.length, Lk = d.cols.length, lo = d.vmin, k = 255 / (d.vmax - lo);
+  var lut = RASTER.luts[d.scale] || (RASTER.luts[d.scale] = new Uint8Array(768).map(function (x, i) {
+    return Number(colour((i / 3 | 0) / 255, d.scale).match(/\d+/g)[i % 3]); }));
+  var c = RASTER.canvas || (RASTER.canvas = document.createElement("canvas"));
+  c.width = Math.max(1, Lk); c.height = Math.max(1, Lq);
+  var cx = c.getContext("2d"), img = cx.createImageData(c.width, c.height), px = img.data, nan = t.dark ? 140 : 115;
+  for (var i = 0; i < Lq; i++) {
+    for (var j = 0, row = g[i]; j < Lk; j++) {
+      var v = row[j], p = (i * Lk + j) * 4, u = v === null ? -1 : Math.round((v - lo) * k);
+      u = u < 0 ? 0 : u > 255 ? 255 : u;
+      px[p] = v === null ? nan : lut[3 * u]; px[p + 1] = v === null ? nan : lut[3 * u + 1];
+      px[p + 2] = v === null ? nan : lut[3 * u + 2]; px[p + 3] = 255;
+    }
+  }
+  cx.putImageData(img, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(c, x0, y0, Lk * cell, Lq * cell);
+  ctx.imageSmoothingEnabled = true;
 }
 
 CANVAS_VIEWS.heatmap = heatmap;

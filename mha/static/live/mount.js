@@ -1,4 +1,4 @@
-// Part 7 of 7: the controls and a figure's mounting and redraw; what the page can reach
+// Part 9 of 9: the controls and a figure's mounting and redraw; what the page can reach
 // (window.mhaLive).
 function buildControl(c, uid, onChange) {
   var wrap = el("div", { "class": "mha-control" }), id = uid + "-" + c.name, input, out;
@@ -13,6 +13,11 @@ function buildControl(c, uid, onChange) {
     input = el("input", { id: id, type: "checkbox" });
     input.checked = c.value === 1;
     wrap.className += " mha-toggle";
+  } else if (c.kind === "text") { // the reader's own text: the compute reads it at every key
+    input = el("textarea", { id: id, rows: "6", maxlength: String(c.max_length), spellcheck: "false",
+      autocomplete: "off", autocapitalize: "off", "aria-describedby": id + "-count" });
+    input.value = c.value;
+    wrap.className += " mha-text";
   } else { // range and step: an index into the listed values
     input = el("input", { id: id, type: "range", min: "0", max: String(c.values.length - 1), step: "1",
       value: String(c.value) });
@@ -34,7 +39,9 @@ function buildControl(c, uid, onChange) {
     wrap.appendChild(input);
   }
   if (c.kind === "range" || c.kind === "step") { out = el("output", { "for": id }); wrap.appendChild(out); }
-  input.addEventListener(c.kind === "range" || c.kind === "step" ? "input" : "change", function () { onChange(c.name); });
+  if (c.kind === "text") { out = el("output", { id: id + "-count", "for": id }); wrap.appendChild(out); }
+  input.addEventListener(c.kind === "select" || c.kind === "toggle" ? "change" : "input",
+    function () { onChange(c.name); });
   if (c.kind === "range" || c.kind === "step") input.addEventListener("change", function () { onChange(c.name); });
   return { spec: c, input: input, out: out };
 }
@@ -94,8 +101,10 @@ function mount(root) {
     if (c.spec.kind === "toggle") return input.checked ? 1 : 0;
     return Number(input.value === UNUSED ? input.dataset.keep : input.value);
   }
-  function values() {
-    var v = {}; spec.controls.forEach(function (c) { v[c.name] = c.values[index(c.name)]; }); return v;
+  function values() { // a text box's value is its text
+    var v = {}; spec.controls.forEach(function (c) {
+      v[c.name] = c.kind === "text" ? ctl[c.name].input.value : c.values[index(c.name)]; });
+    return v;
   }
   spec.controls.forEach(function (c) { ctl[c.name] = buildControl(c, uid, redraw); box.appendChild(ctl[c.name].input.parentElement); });
   var area = root.querySelector(".mha-views");
@@ -120,7 +129,9 @@ function mount(root) {
     });
     Object.keys(st.disabled || {}).forEach(function (name) { ctl[name].input.disabled = st.disabled[name]; });
     Object.keys(st.set || {}).forEach(function (name) { // set a control to the value given
-      var i = ctl[name].spec.values.indexOf(st.set[name]); if (i >= 0) ctl[name].input.value = String(i);
+      var c = ctl[name], i = c.spec.values.indexOf(st.set[name]);
+      if (c.spec.kind === "text") c.input.value = String(st.set[name]);
+      else if (i >= 0) c.input.value = String(i);
     });
   }
 
@@ -155,7 +166,9 @@ function mount(root) {
   function redraw(changed) {
     var start = performance.now(), st = state(changed), t = theme(root);
     spec.controls.forEach(function (c) {
-      var k = ctl[c.name], i = index(c.name), unused = !!(st.unused && st.unused[c.name]);
+      var k = ctl[c.name];
+      if (c.kind === "text") { k.out.textContent = plural(k.input.value.length, "character") + " of " + c.max_length; return; }
+      var i = index(c.name), unused = !!(st.unused && st.unused[c.name]);
       // a control the picture does not use (a trained layer's own sizes) shows no stale value
       var shown = unused ? "\u2014" : labelOf(c, i);
       if (k.out) k.out.textContent = shown;

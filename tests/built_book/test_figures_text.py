@@ -1,0 +1,226 @@
+"""The Shakespeare model's live figure in Chromium: the Shakespeare model runs in the page (mha.live.text).
+
+Without a build: the figure alone in a blank page. For every passage and for texts typed from
+the keyboard (at the end, where the page recomputes only the new position, and at the start,
+where it recomputes all), the weights the page computed (``root.mhaText.export()``, what it
+drew) equal ``lm.attention`` to 1e-3, and its head scores equal ``mha.head_scores``. Text the
+model cannot read says why in the readout and keeps the last picture, with no console error.
+axe-core finds nothing in light and dark mode; with a text of the model's full context_length
+no text on a canvas overlaps or is cut, at 390 px and at 1280 px, and nothing is wider than a
+phone. The key press to picture times are printed (benchmarks/bench_live_figures.py checks them).
+"""
+
+import json
+import statistics
+
+import pytest
+import torch
+from live_figures import (
+    axe_violations,
+    layout_problems,
+    phone,
+    readout,
+    set_control,
+    set_dark,
+    show,
+    timing,
+    values,
+)
+
+from mha.live import text as T
+from mha.live import text_heads
+
+pytestmark = pytest.mark.browser
+
+WORST = []  # the largest difference page - package of every comparison
+
+
+@pytest.fixture(scope="module")
+def fig():
+    return text_heads()
+
+
+def box(root):
+    return root.locator('[data-knob="text"]')
+
+
+def check(root, text):
+    """The page's weights and scores for ``text`` equal the package's."""
+    got = root.evaluate("r => r.mhaText.export()")
+    assert got["text"] == text
+    want = T.text_state(text)
+    diff = (torch.tensor(got["weights"]) - want["weights"]).abs().max().item()
+    WORST.append(diff)
+    assert diff <= 1e-3, (text, diff)
+    if want["previous"] is not None:
+        torch.testing.assert_close(torch.tensor(got["previous"]), want["previous"], atol=1e-3,
+                                   rtol=0)
+    prefix = torch.tensor([[float("nan") if x is None else x for x in r] for r in got["prefix"]])
+    torch.testing.assert_close(prefix, want["prefix"], atol=1e-3, rtol=0, equal_nan=True)
+    assert got["matches"] == want["matches"]
+    return want
+
+
+def wait_text(page, root, text):
+    page.wait_for_function("([el, t]) => JSON.parse(el.dataset.state).text === t",
+                           arg=[root.element_handle(), text], timeout=10_000)
+
+
+def table_rows(root):
+    return root.locator('[data-view="scores"]').evaluate(
+        "el => [...el.querySelectorAll('tr')].slice(1).map(r => [...r.children]"
+        ".map(c => c.textContent))")
+
+
+def key_to_picture(page, root, key):
+    """Press ``key`` in the focused text box; ms from the key press to the new picture."""
+    before = root.get_attribute("data-draws")
+    page.evaluate("() => { document.addEventListener('keydown', () => {"
+                  " window.__keyAt = performance.now(); }, {capture: true, once: true}); }")
+    page.keyboard.press(key)
+    page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                           arg=[root.element_handle(), before], timeout=5_000)
+    return page.evaluate("el => Number(el.dataset.drawnAt) - window.__keyAt",
+                         root.element_handle())
+
+
+def test_every_passage_and_a_typed_text_equal_the_package(page, fig):
+    root = show(page, fig)
+    for name, text in T.PASSAGES.items():
+        if values(root)["passage"] != name:
+            set_control(page, root, "passage", name)
+        assert box(root).input_value() == text and values(root)["passage"] == name
+        want = check(root, text)
+        rows = table_rows(root)
+        assert len(rows) == want["weights"].shape[0] * want["weights"].shape[1]
+        for row, p, q in zip(rows, want["previous"].flatten(), want["prefix"].flatten()):
+            assert abs(float(row[1]) - float(p)) <= 0.006, row
+            assert row[2] == "n/a" if torch.isnan(q) else abs(float(row[2]) - float(q)) <= 0.006
+    typed = "To be, or not to be: to be"
+    box(root).focus()
+    page.keyboard.press("Control+a")
+    page.keyboard.type(typed)
+    wait_text(page, root, typed)
+    check(root, typed)
+    assert values(root)["passage"] == ""  # your own text
+    assert root.locator('[data-knob="passage"] option:checked').text_content() == "your own text"
+    assert not page.errors, page.errors
+    print(f"\npage - package, every passage and a typed text: max abs {max(WORST):.2e}")
+
+
+def test_typing_at_the_end_and_at_the_start_of_a_full_context(page, fig):
+    """With context_length - 1 characters: a key at the end recomputes one position, one at the
+    start all of them; both give the package's numbers."""
+    root = show(page, fig)
+    C = fig.data["model"]["config"]["context_length"]
+    text = ("\n".join(T.PASSAGES.values()) * 3)[:C - 1]
+    set_control(page, root, "text", text)
+    check(root, text)
+    times = {"end": [], "start": []}
+    for where, undo in (("end", "Backspace"), ("start", "Delete")):
+        for n in range(10):
+            box(root).focus()
+            page.keyboard.press("Control+End" if where == "end" else "Control+Home")
+            times[where].append(key_to_picture(page, root, "e" if n % 2 == 0 else undo))
+            now = text + "e" if where == "end" else "e" + text
+            if n % 2 == 0:
+                check(root, now)
+    check(root, text)
+    for where, t in times.items():
+        print(f"\ntyping at the {where} of {C - 1} characters, key press to picture: "
+              f"{timing(t)}")
+    assert statistics.median(times["end"]) < 1000  # speed goals: benchmarks/
+    assert not page.errors, page.errors
+
+
+def test_the_passage_select_and_your_own_text(page, fig):
+    root = show(page, fig)
+    box(root).focus()
+    page.keyboard.press("Control+End")
+    page.keyboard.type(" Hey")
+    own = T.PASSAGES["Julius Caesar: Antony"] + " Hey"
+    wait_text(page, root, own)
+    assert values(root)["passage"] == ""
+    set_control(page, root, "passage", "Sonnet 18")
+    assert box(root).input_value() == T.PASSAGES["Sonnet 18"]
+    check(root, T.PASSAGES["Sonnet 18"])
+    set_control(page, root, "passage", "your own text")
+    assert box(root).input_value() == own
+    check(root, own)
+    count = root.locator('[data-knob="text"] + output').text_content()
+    assert count == f"{len(own)} characters of {fig.data['model']['config']['context_length']}"
+    assert not page.errors, page.errors
+
+
+def test_text_the_model_cannot_read_says_why(page, fig):
+    root = show(page, fig)
+    good = T.PASSAGES["Julius Caesar: Antony"] + " "  # the last text it can read
+    box(root).focus()
+    page.keyboard.press("Control+End")
+    page.keyboard.type(" 5\u00e9")
+    wait_text(page, root, good + "5\u00e9")
+    said = readout(root)
+    assert "outside the model's vocabulary: '5', '\u00e9'" in said, said
+    assert "letters, space, newline and ! \" ' ( ) , - . : ; ? [ ]" in said
+    assert "still those of the last text" in said
+    heads = root.locator('canvas[data-view="heads"]')
+    assert heads.is_visible()
+    assert heads.get_attribute("aria-label").startswith(f"Every head on your text ({len(good)} ")
+    assert values(root)["error"]
+    check(root, good)  # the picture of the last text it could read
+    page.keyboard.press("Control+a")
+    page.keyboard.press("Backspace")
+    wait_text(page, root, "")
+    assert "the text is empty" in readout(root)
+    set_control(page, root, "text", "a" * 300)  # a program can pass maxlength
+    assert "the model reads at most" in readout(root)
+    set_control(page, root, "text", "O Romeo, Romeo!")
+    check(root, "O Romeo, Romeo!")
+    assert values(root)["error"] is None and "Prefix matching" in readout(root)
+    assert not page.errors, page.errors
+    assert not root.locator(".mha-error").text_content()
+
+
+def test_labels_lines_and_the_head_selects(page, fig):
+    root = show(page, fig)
+    said = root.locator('canvas[data-view="heads"]').get_attribute("aria-label")
+    assert "\u2423" in said and "\u21b5" in said  # a space, a newline
+    set_control(page, root, "layer", "0")
+    set_control(page, root, "head", "1")
+    lines = root.locator('[data-view="lines"]')
+    assert lines.locator("p").first.text_content().startswith("layer 0, head 1")
+    drawn = json.loads(lines.get_attribute("data-values"))["lines"]
+    want = T.text_state(T.PASSAGES["Julius Caesar: Antony"])["weights"][0, 1]
+    assert max(abs(w - float(want[i, j])) for i, j, w in drawn) <= 1e-3
+    labels = lines.locator("button[aria-label^='query']").all_text_contents()
+    assert labels == T.token_labels(T.PASSAGES["Julius Caesar: Antony"])
+    assert [r[0] for r in table_rows(root)][1] == "layer 0, head 1 (lines)"
+    assert not page.errors, page.errors
+
+
+def test_axe_finds_nothing_in_light_and_dark_mode(page, fig):
+    show(page, fig)
+    assert not axe_violations(page)
+    show(page, fig, dark=True)
+    assert not axe_violations(page)
+
+
+@pytest.mark.parametrize("size", ["phone", "desktop"])
+def test_a_full_context_text_is_readable(browser, page, fig, size):
+    context = phone(browser) if size == "phone" else None
+    p = context.new_page() if context else page
+    try:
+        root = show(p, fig)
+        C = fig.data["model"]["config"]["context_length"]
+        set_control(p, root, "text", ("\n".join(T.PASSAGES.values()) * 3)[:C])
+        for view in ("heads",):
+            assert not layout_problems(root, view)
+        width = 390 if size == "phone" else 1280
+        assert p.evaluate("document.documentElement.scrollWidth") <= width
+        if size == "phone":
+            set_dark(p)
+            root.evaluate("r => r.mhaRedraw()")
+            assert not axe_violations(p)
+    finally:
+        if context:
+            context.close()
