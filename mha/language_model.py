@@ -104,12 +104,13 @@ class LanguageModel(nn.Module):
     feed-forward sublayers), as in Olsson et al. (2022).
     """
 
-    def __init__(self, vocab: str = VOCAB, context_length: int = 128, *, d_model: int = 128,
+    def __init__(self, vocab: str = None, context_length: int = 128, *, d_model: int = 128,
                  num_heads: int = 4, num_layers: int = 2, d_ff: int = 512,
                  positions: str = "learned"):
         super().__init__()
-        if len(set(vocab)) != len(vocab):
-            raise ValueError("vocab must not repeat a character")
+        vocab = VOCAB if vocab is None else vocab  # None: the 67 characters of ``VOCAB``
+        if not isinstance(vocab, str) or len(set(vocab)) != len(vocab):
+            raise ValueError(f"vocab must be a str of distinct characters; got {vocab!r}")
         _checks.check_positive_int("context_length", context_length)
         _checks.check_choice("positions", positions, ("learned", "sinusoidal", "rotary"))
         self.config = {"vocab": vocab, "context_length": context_length, "d_model": d_model,
