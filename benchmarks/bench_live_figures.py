@@ -52,7 +52,7 @@ def figures():
 #: print it, this benchmark checks it: speed goals live here, not in tests)
 AIM_MS = 16
 
-#: the speed goal of typing into the Shakespeare model's text box (mha.live.text_heads) (the model runs at every key)
+#: the speed goal of typing into the Shakespeare figure's text box (the model runs at every key)
 TYPING_AIM_MS = 100
 
 KEYS = {"range": ("ArrowRight", "ArrowLeft"), "step": ("ArrowLeft", "ArrowRight"),
@@ -69,40 +69,31 @@ def time_figure(page, figure, presses):
         if el.is_disabled() or control.kind == "text":  # a text box: time_typing
             continue
         for n in range(presses):
-            key = KEYS[control.kind][n % 2]
-            before = root.get_attribute("data-draws")
-            page.evaluate("() => { document.addEventListener('keydown', () => {"
-                          " window.__keyAt = performance.now(); }, {capture: true, once: true});"
-                          " }")
             el.focus()
-            page.keyboard.press(key)
             try:
-                page.wait_for_function("([el, n]) => el.dataset.draws !== n",
-                                       arg=[root.element_handle(), before], timeout=2_000)
+                ms, draw = press_and_time(page, root, KEYS[control.kind][n % 2], timeout=2_000)
             except Exception:  # noqa: BLE001 - at the end of a slider: nothing to redraw
                 continue
-            ms, draw = page.evaluate("el => [Number(el.dataset.drawnAt) - window.__keyAt,"
-                                     " Number(el.dataset.drawMs)]", root.element_handle())
             total.append(ms)
             draws.append(draw)
     return total, draws
 
 
-def press_and_time(page, root, key):
+def press_and_time(page, root, key, timeout=5_000):
     """Press ``key`` in the focused element; (key press to picture, the redraw's own time), ms."""
     before = root.get_attribute("data-draws")
     page.evaluate("() => { document.addEventListener('keydown', () => {"
                   " window.__keyAt = performance.now(); }, {capture: true, once: true}); }")
     page.keyboard.press(key)
     page.wait_for_function("([el, n]) => el.dataset.draws !== n",
-                           arg=[root.element_handle(), before], timeout=5_000)
+                           arg=[root.element_handle(), before], timeout=timeout)
     return page.evaluate("el => [Number(el.dataset.drawnAt) - window.__keyAt,"
                          " Number(el.dataset.drawMs)]", root.element_handle())
 
 
 def time_typing(page, figure, presses):
-    """The Shakespeare model's text box holding context_length - 1 characters (a passage repeated): keys
-    typed at the end and at the start; {where: (totals, redraws)}."""
+    """The Shakespeare figure's text box holding context_length - 1 characters (the passages
+    repeated): keys typed at the end and at the start; {where: (totals, redraws)}."""
     page.set_content(figure.page())
     root = page.locator(f'.mha-live[data-figure="{figure.name}"]')
     page.wait_for_function("el => Number(el.dataset.draws) >= 1", arg=root.element_handle())

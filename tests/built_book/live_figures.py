@@ -54,13 +54,14 @@ def readout(root):
 
 
 def press(page, root, knob, key):
-    """Focus control ``knob``, press ``key``; returns ms from key press to the new picture
-    (``root.draw_ms`` collects the redraw's own time, look-up and drawing, as the front end measured
-    it)."""
+    """Focus control ``knob`` (None: keep the focus, e.g. a text box's caret), press ``key``;
+    returns ms from key press to the new picture (``DRAW_MS`` collects the redraw's own time,
+    look-up and drawing, as the front end measured it)."""
     before = root.get_attribute("data-draws")
     page.evaluate("() => { window.__keyAt = null; document.addEventListener('keydown', "
                   "() => { window.__keyAt = performance.now(); }, {capture: true, once: true}); }")
-    root.locator(f'[data-knob="{knob}"]').focus()
+    if knob is not None:
+        root.locator(f'[data-knob="{knob}"]').focus()
     page.keyboard.press(key)
     page.wait_for_function("([el, n]) => el.dataset.draws !== n",
                            arg=[root.element_handle(), before], timeout=5_000)

@@ -138,13 +138,20 @@ def test_live_view_draws_the_payload(page):
 
 # ----------------------------------------------------------------------------- the built book
 
-def test_chapter_07_explorer_is_live_in_the_built_book(page, book_url):
+def open_book_explorer(page, book_url):
+    """Chapter 07's page of the built book, requests outside it blocked; the explorer's root,
+    drawn and scrolled into view."""
     block_outside(page, urlparse(book_url).netloc)
     page.goto(f"{book_url}/chapters/07_attention_explorer.html", wait_until="load")
     root = page.locator('.mha-live[data-figure="explorer"]').first
     page.wait_for_function("el => el.dataset.draws >= 1", arg=root.element_handle(),
                            timeout=20_000)
     root.scroll_into_view_if_needed()
+    return root
+
+
+def test_chapter_07_explorer_is_live_in_the_built_book(page, book_url):
+    root = open_book_explorer(page, book_url)
     first = assert_matches(page, root)
     assert first["temperature"] == pytest.approx(0.5) and first["num_heads"] == 8
     # no widget of the explorer is left as a static picture: the page shows the live HTML

@@ -7,11 +7,10 @@ build: the package's HTML in a blank page; on the built book: chapter 07 itself.
 """
 
 import json
-from urllib.parse import urlparse
 
 import pytest
 import torch
-from test_explorer_page import block_outside
+from test_explorer_page import open_book_explorer
 
 from mha import sources, widgets
 from mha.language_model import PASSAGES as ALL_PASSAGES
@@ -93,12 +92,7 @@ def test_the_page_draws_the_models_weights(page, lm):
 
 
 def test_chapter_07_offers_the_shakespeare_model(page, book_url, lm):
-    block_outside(page, urlparse(book_url).netloc)
-    page.goto(f"{book_url}/chapters/07_attention_explorer.html", wait_until="load")
-    root = page.locator('.mha-live[data-figure="explorer"]').first
-    page.wait_for_function("el => el.dataset.draws >= 1", arg=root.element_handle(),
-                           timeout=20_000)
-    root.scroll_into_view_if_needed()
+    root = open_book_explorer(page, book_url)
     for source in text_sources(lm):
         page.select_option('[data-knob="source"]', source)
         check_drawn(page, root, lm)

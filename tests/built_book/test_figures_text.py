@@ -19,6 +19,7 @@ from live_figures import (
     axe_violations,
     layout_problems,
     phone,
+    press,
     readout,
     set_control,
     set_dark,
@@ -72,18 +73,6 @@ def table_rows(root):
         ".map(c => c.textContent))")
 
 
-def key_to_picture(page, root, key):
-    """Press ``key`` in the focused text box; ms from the key press to the new picture."""
-    before = root.get_attribute("data-draws")
-    page.evaluate("() => { document.addEventListener('keydown', () => {"
-                  " window.__keyAt = performance.now(); }, {capture: true, once: true}); }")
-    page.keyboard.press(key)
-    page.wait_for_function("([el, n]) => el.dataset.draws !== n",
-                           arg=[root.element_handle(), before], timeout=5_000)
-    return page.evaluate("el => Number(el.dataset.drawnAt) - window.__keyAt",
-                         root.element_handle())
-
-
 def test_every_passage_and_a_typed_text_equal_the_package(page, fig):
     root = show(page, fig)
     for name, text in T.PASSAGES.items():
@@ -121,7 +110,7 @@ def test_typing_at_the_end_and_at_the_start_of_a_full_context(page, fig):
         for n in range(10):
             box(root).focus()
             page.keyboard.press("Control+End" if where == "end" else "Control+Home")
-            times[where].append(key_to_picture(page, root, "e" if n % 2 == 0 else undo))
+            times[where].append(press(page, root, None, "e" if n % 2 == 0 else undo))
             now = text + "e" if where == "end" else "e" + text
             if n % 2 == 0:
                 check(root, now)
