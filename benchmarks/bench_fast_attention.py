@@ -1,4 +1,4 @@
-"""Chapter 12's benchmarks: the book's implementations timed against sequence length, and the peak
+"""Chapter 13's benchmarks: the book's implementations timed against sequence length, and the peak
 memory of the explicit, fused and blockwise attention paths.
 
 Shape legend: B batch, L sequence length (self-attention, Lq = Lk = L), D d_model, H heads,

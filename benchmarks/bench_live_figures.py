@@ -13,7 +13,8 @@ text box (``mha.live.text_heads``, the model run in the page) is timed apart: wi
 model's full context_length, keys typed at its end (a letter, then Backspace: the page recomputes
 the last position) and at its start (a letter, then Delete: every position), against an aim of
 100 ms from key press to picture (``TYPING_AIM_MS``). With
-``--book`` it also prints the bytes of every chapter page: its HTML (live figures and their data
+``--book`` it times the same typing on chapter 10's built page and prints the bytes of every
+chapter page: its HTML (live figures and their data
 are inline) plus the images it references from ``_images/``. Needs Debian's Chromium.
 """
 
@@ -40,11 +41,11 @@ def figures():
         "ch07 explorer (in-page compute)": explorer.explorer_figure({"temperature": 0.5}),
         "ch08 trained_head_lines": live.trained_head_lines(),
         "ch09 head_switches": live.head_switches(),
-        "text_heads (Shakespeare model, in-page)": live.text_heads(),
-        "ch10 decode_steps": live.decode_steps(),
-        "ch10 kv_cache_size": live.kv_cache_size(),
-        "ch11 rope_rotation": live.rope_rotation(),
-        "ch12 online_softmax": live.online_softmax(),
+        "ch10 text_heads (in-page model)": live.text_heads(),
+        "ch11 decode_steps": live.decode_steps(),
+        "ch11 kv_cache_size": live.kv_cache_size(),
+        "ch12 rope_rotation": live.rope_rotation(),
+        "ch13 online_softmax": live.online_softmax(),
     }
 
 
@@ -91,10 +92,14 @@ def press_and_time(page, root, key, timeout=5_000):
                          " Number(el.dataset.drawMs)]", root.element_handle())
 
 
-def time_typing(page, figure, presses):
+def time_typing(page, figure, presses, url=None):
     """The Shakespeare figure's text box holding context_length - 1 characters (the passages
-    repeated): keys typed at the end and at the start; {where: (totals, redraws)}."""
-    page.set_content(figure.page())
+    repeated): keys typed at the end and at the start; {where: (totals, redraws)}. ``url``: the
+    figure on that page (chapter 10 of a built book) instead of alone in a blank page."""
+    if url:
+        page.goto(url, wait_until="load")
+    else:
+        page.set_content(figure.page())
     root = page.locator(f'.mha-live[data-figure="{figure.name}"]')
     page.wait_for_function("el => Number(el.dataset.draws) >= 1", arg=root.element_handle())
     box = root.locator('[data-knob="text"]')
@@ -150,10 +155,14 @@ def main():
                   f"{len(total)} presses)")
             if statistics.median(draws) > AIM_MS:
                 over.append(name)
-        for name, fig in figures().items():
-            if not any(c.kind == "text" for c in fig.controls):
-                continue
-            C, typed = time_typing(page, fig, args.presses)
+        typing = [(name, fig, None) for name, fig in figures().items()
+                  if any(c.kind == "text" for c in fig.controls)]
+        if args.book:  # the same figure on chapter 10's built page, as a reader types
+            chapter = Path(args.book).resolve() / "chapters" / "10_heads_on_text.html"
+            typing += [("ch10 on the built page", name_fig[1], chapter.as_uri())
+                       for name_fig in typing[:1]]
+        for name, fig, url in typing:
+            C, typed = time_typing(page, fig, args.presses, url)
             for where, (total, draws) in typed.items():
                 late = statistics.median(total) > TYPING_AIM_MS
                 print(f"  {name}: typing at the {where} of {C - 1} to {C} characters: "

@@ -29,6 +29,9 @@ from .rotary import RotaryMultiHeadAttention
 from .tiny import Encoder
 
 WEIGHTS = Path(__file__).resolve().parent / "weights" / "shakespeare.pt"
+# the log of the same model trained on plain Shakespeare only (no copying lesson, no
+# induction head): chapter 10 compares the two runs
+PLAIN_RUN_LOG = WEIGHTS.with_name("shakespeare_plain_log.json")
 
 # newline, space, 13 marks of punctuation, A-Z, a-z: 67 characters
 VOCAB = ("\n !\"'(),-.:;?[]" + "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -1,4 +1,4 @@
-"""Position schemes side by side: the "copy the token k places back" task of chapter 11.
+"""Position schemes side by side: the "copy the token k places back" task of chapter 12.
 
 Every position of a random sequence must output the token ``shift`` places earlier. That is a
 purely relative job: the answer sits at the same distance from every query, wherever the query

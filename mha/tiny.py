@@ -234,7 +234,7 @@ def save_pretrained(model: nn.Module, path, *, task: str, info: dict | None = No
 
 
 # weight files in mha/weights/ that hold other experiments' models, not a tiny transformer
-# chapter 11's position models (mha.positions); the Shakespeare model (mha.language_model)
+# chapter 12's position models (mha.positions); the Shakespeare model (mha.language_model)
 _OTHER_WEIGHTS = {"positions", "shakespeare"}
 
 

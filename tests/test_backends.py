@@ -130,7 +130,7 @@ def test_peak_memory_refuses_devices_it_cannot_measure():
 
 
 def test_explicit_path_without_autograd_keeps_one_score_matrix():
-    """Ch 12: without autograd the explicit path runs the softmax in place, so S and P share one
+    """Ch 13: without autograd the explicit path runs the softmax in place, so S and P share one
     (B, H, L, L) buffer; with autograd both are kept for the backward pass."""
     q, k, v = qkv(length=512)
     scores = 2 * 4 * 512 * 512 * 4  # (B, H, L, L) float32

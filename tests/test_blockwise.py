@@ -1,7 +1,7 @@
 """blockwise_attention (the online softmax in plain PyTorch) equals
 torch.nn.functional.scaled_dot_product_attention: block sizes that do and do not divide Lk,
 masks, causal (top-left), fully masked rows, Lq != Lk, half precision, gradients; bad input fails
-with a clear message. The exercise check of chapter 12 passes the package's step and fails the
+with a clear message. The exercise check of chapter 13 passes the package's step and fails the
 common mistakes."""
 
 import pytest
@@ -220,7 +220,7 @@ def test_bad_tensors():
         mha.blockwise_attention(q, k, torch.randn(3, 4, 16))
 
 
-# --- the exercise check of chapter 12 ----------------------------------------------------------
+# --- the exercise check of chapter 13 ----------------------------------------------------------
 
 
 def test_online_softmax_check_passes_the_package_step():

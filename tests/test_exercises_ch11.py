@@ -1,65 +1,46 @@
-"""The chapter 11 exercise check (mha/exercises/ch11_rope.py) passes correct rotary embeddings
-and fails, with a message that helps, on the usual mistakes."""
+"""The chapter 11 exercise check (mha/exercises/ch11_kv_cache.py) passes a correct function and
+fails, naming the case and with a hint, on the mistakes readers make."""
 
-import torch
-
-import mha
 from mha.exercises import available, check
 
 
-def my_rope(x, positions, interleaved=False):
-    Dh = x.size(-1)
-    theta = 10000.0 ** (-2 * torch.arange(Dh // 2, dtype=torch.float32) / Dh)
-    angle = positions.float()[:, None] * theta  # (L, Dh/2)
-    if interleaved:
-        z = torch.view_as_complex(x.float().reshape(*x.shape[:-1], Dh // 2, 2).contiguous())
-        return torch.view_as_real(z * torch.polar(torch.ones_like(angle), angle)).flatten(-2)
-    a, b = x[..., : Dh // 2], x[..., Dh // 2:]
-    cos, sin = angle.cos(), angle.sin()
-    return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+def solution(num_layers, num_heads, num_kv_heads, d_model, seq_len, batch_size, bytes_per_value):
+    d_head = d_model // num_heads
+    return 2 * num_layers * num_kv_heads * d_head * seq_len * batch_size * bytes_per_value
 
 
 def run(fn):
-    result = check("apply_rope", fn, verbose=False)
+    result = check("kv_cache_bytes", fn, verbose=False)
     return result, "\n".join(result.failures)
 
 
-def test_registered():
-    assert "apply_rope" in available()
+def test_registered_and_solution_passes():
+    assert "kv_cache_bytes" in available()
+    assert run(solution)[0].passed
 
 
-def test_passes_a_correct_function_and_the_package_itself():
-    assert check("apply_rope", my_rope, verbose=False).passed
-    assert check("apply_rope", lambda x, p, interleaved=False: mha.apply_rope(
-        x, p, interleaved=interleaved), verbose=False).passed
-
-
-def test_fails_when_the_convention_is_ignored_and_says_so():
-    result, text = run(lambda x, p, interleaved=False: my_rope(x, p, interleaved=False))
-    assert not result.passed
-    assert "case 'interleaved: batch 2, 5 tokens, d_head 8'" in text
-    assert "OTHER pair convention" in text
-
-
-def test_fails_with_the_wrong_frequencies():
-    def wrong(x, positions, interleaved=False):  # theta_j = 10000 ** (-j / Dh): a common slip
-        Dh = x.size(-1)
-        theta = 10000.0 ** (-torch.arange(Dh // 2) / Dh)
-        angle = positions.float()[:, None] * theta
-        a, b = x[..., : Dh // 2], x[..., Dh // 2:]
-        return torch.cat([a * angle.cos() - b * angle.sin(), a * angle.sin() + b * angle.cos()],
-                         -1)
+def test_query_heads_instead_of_kv_heads_fails_on_gqa_and_mqa():
+    def wrong(num_layers, num_heads, num_kv_heads, d_model, seq_len, batch_size, bpv):
+        return solution(num_layers, num_heads, num_heads, d_model, seq_len, batch_size, bpv)
 
     result, text = run(wrong)
     assert not result.passed
-    assert "values differ" in text and "Hint: theta_j = 10000 ** (-2j / Dh)" in text
+    assert "Llama 2 70B" in text and "Falcon-7B" in text and "num_kv_heads" in text
+    assert "Llama 2 7B (MHA)" not in text  # right where the two are equal
 
 
-def test_reports_a_crash_and_unwritten_code():
-    result, text = run(lambda x, p, interleaved=False: x.view(-1, 3))
-    assert not result.passed and "raised RuntimeError" in text
-    def unwritten(x, positions, interleaved=False):
-        raise NotImplementedError
+def test_forgetting_the_values_fails():
+    def keys_only(*args):
+        return solution(*args) // 2
 
-    result, text = run(unwritten)
-    assert not result.passed and "not written yet" in text
+    result, text = run(keys_only)
+    assert not result.passed and "factor 2" in text
+
+
+def test_ignoring_the_batch_fails_only_on_the_batch_case():
+    def no_batch(num_layers, num_heads, num_kv_heads, d_model, seq_len, batch_size, bpv):
+        return solution(num_layers, num_heads, num_kv_heads, d_model, seq_len, 1, bpv)
+
+    result, text = run(no_batch)
+    assert not result.passed and len(result.failures) == 2  # batch of 8; 8-bit case has B = 2
+    assert "a batch of 8" in text

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import mha
 from mha import head_scores
-from mha.language_model import PASSAGES, VOCAB, LanguageModel, normalise_text
+from mha.language_model import PASSAGES, PLAIN_RUN_LOG, VOCAB, LanguageModel, normalise_text
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data" / "shakespeare"
@@ -88,7 +88,7 @@ def test_logits_agree_with_a_plain_reference(lm):
         h = F.layer_norm(x, x.shape[-1:], sd[p + "res_attn.norm.weight"],
                          sd[p + "res_attn.norm.bias"])
         q, k, v = (lin(f"self_attn.W_{c}", h).view(1, L, H, -1).transpose(1, 2) for c in "qkv")
-        if lm.config["positions"] == "rotary":  # rotate-half, base 10000 (chapter 11)
+        if lm.config["positions"] == "rotary":  # rotate-half, base 10000 (chapter 12)
             q, k = mha.apply_rope(q), mha.apply_rope(k)
         a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + lin("self_attn.W_o", a.transpose(1, 2).reshape(1, L, -1))
@@ -243,12 +243,16 @@ def test_corpus_script_rebuilds_the_shipped_corpus_from_an_sdist(tmp_path):
     assert len(manifest["train_works"]) + len(manifest["validation_works"]) == 42
 
 
-def test_training_script_repeats_the_shipped_run(tmp_path, info):
-    """The first logged steps of the shipped run, rerun with the script, give the same losses
-    (same seed, same data order); tolerance 2e-3 nats for float differences across machines."""
+@pytest.mark.parametrize("run", ["shipped", "plain"])
+def test_training_script_repeats_the_logged_runs(tmp_path, info, run):
+    """The first logged steps of the shipped run (with the copying lesson) and of the plain run
+    (its log ships as PLAIN_RUN_LOG), rerun with the script, give the same losses (same seed,
+    same data order); tolerance 2e-3 nats for float differences across machines."""
+    if run == "plain":
+        info = json.loads(PLAIN_RUN_LOG.read_text())
     steps = info["log"]["steps"][1]  # the first checkpoint after step 0
     out = tmp_path / "lm.pt"
-    # the shipped run's command, stopped at its first checkpoint
+    # the run's command, stopped at its first checkpoint
     words = info["command"].split()[2:]  # past "python scripts/train_language_model.py"
     options = dict(zip(words[0::2], words[1::2]))
     options.update({"--steps": str(steps), "--log-every": str(steps), "--out": str(out)})
@@ -259,3 +263,12 @@ def test_training_script_repeats_the_shipped_run(tmp_path, info):
     for key in ("val_loss", "repeat_first", "repeat_second"):
         assert abs(rerun["log"][key][1] - info["log"][key][1]) < 2e-3, key
     assert abs(rerun["log"]["train_loss"][1] - info["log"]["train_loss"][1]) < 2e-3
+
+
+def test_the_plain_run_is_the_same_model_without_the_lesson(info):
+    plain = json.loads(PLAIN_RUN_LOG.read_text())
+    assert plain["config"] == info["config"] and plain["seed"] == info["seed"]
+    assert "--repeat-fraction" not in plain["command"]
+    assert info["repeat_fraction"] > 0 and "--repeat-fraction" in info["command"]
+    best = [max(max(layer) for layer in s) for s in plain["log"]["induction"]]
+    assert max(best) < 0.05  # no induction head: what chapter 10 reports

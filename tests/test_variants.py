@@ -154,7 +154,7 @@ def test_attention_head_projections_have_no_bias(variant):
 
 @pytest.mark.skipif(not mha.layer._SDPA_HAS_GQA, reason="enable_gqa needs torch >= 2.5")
 def test_fused_gqa_passes_enable_gqa_and_does_not_copy_kv_heads(monkeypatch):
-    """Ch 10: with PyTorch 2.5 or later the fused path hands SDPA the Hkv key/value heads with
+    """Ch 11: with PyTorch 2.5 or later the fused path hands SDPA the Hkv key/value heads with
     enable_gqa=True instead of copying them for every query head."""
     calls = []
     real = mha.layer.F.scaled_dot_product_attention
@@ -174,7 +174,7 @@ def test_fused_gqa_passes_enable_gqa_and_does_not_copy_kv_heads(monkeypatch):
 
 
 def test_relative_layer_always_takes_the_explicit_path():
-    """Ch 11: relative attention needs its (L, L, Dh) tables, so it never calls an SDPA kernel."""
+    """Ch 12: relative attention needs its (L, L, Dh) tables, so it never calls an SDPA kernel."""
     layer = mha.RelativeMultiHeadAttention(32, 4, max_relative_position=3).eval()
     x = torch.randn(1, 6, 32)
     assert mha.sdpa_backend(layer, x) == "none"

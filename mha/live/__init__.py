@@ -14,7 +14,7 @@ from .ch05 import fold_valid_lens, split_explorer  # noqa: F401
 from .ch06 import one_vs_many  # noqa: F401
 from .ch08 import trained_head_lines  # noqa: F401
 from .ch09 import head_switches  # noqa: F401
-from .ch10 import decode_steps, kv_cache_size  # noqa: F401
-from .ch11 import rope_rotation  # noqa: F401
-from .ch12 import online_softmax  # noqa: F401
+from .ch11 import decode_steps, kv_cache_size  # noqa: F401
+from .ch12 import rope_rotation  # noqa: F401
+from .ch13 import online_softmax  # noqa: F401
 from .text import text_heads  # noqa: F401 (the Shakespeare model)

@@ -1,158 +1,137 @@
-"""Chapter 12's live figure: the online softmax, one block of keys at a time.
+"""Chapter 12's live figure: rotary position embedding, pair by pair.
 
-``online_softmax()``: one query and 12 keys (d_k = 16) with one-number values (seeded N(0, 1)
-draws), scores q . k / sqrt(16). The keys are folded in blocks of ``block_size`` with
-``mha.online_softmax_step``, exactly as ``mha.blockwise_attention`` does; the step control walks
-through the blocks. The bars are the weights exp(s_j - m) / ℓ of the keys seen so far (the
-current block highlighted; a key not yet folded in has no bar and reads "not yet", not 0), the
-plots the running maximum m and running sum ℓ after each block, and the running output acc / ℓ
-against the full softmax's output: after the last block they are equal, for every block size.
-The running lines stop at the current block (None beyond it), as the bars do; the plots' axes
-span the whole path, so they stay put from block to block.
+``rope_rotation()``: one query vector q and one key vector k of d_head = 8 features (seeded
+N(0, 1) draws), placed at positions m and n. ``mha.apply_rope`` (the default "rotate half"
+pairing: pair j is features (j, j + 4)) turns pair j of each by the angle position * theta_j,
+theta_j = 10000 ** (-2j / 8) = 1, 0.1, 0.01, 0.001 radians per position. The arrows view
+draws the four pairs as 2-D arrows (q at m, k at n, and q at position 0 faded); the table gives
+each pair's angles and share of the score q_m . k_n (the four add up to it); the plot is the
+score against the distance m - n, computed once with the key at position 0 and once with the key
+at n: the two curves are the same curve, since the score depends on m - n only.
 
 Each ``*_state`` function is the figure's data for one setting of the controls (pure torch); the
 figure lists it for every setting (``mha.live.figure``).
 """
 
-import math
 from functools import lru_cache
 
 import torch
 
-from ..blockwise import blockwise_attention, online_softmax_step
-from .figure import Figure, View, bars, plot, slider, steps, table
+from ..rotary import apply_rope, rope_angles
+from .figure import Figure, View, arrows, plot, slider, table
 
-__all__ = ["BLOCK_SIZES", "N_KEYS", "fold", "online_softmax", "online_state", "problem"]
+__all__ = ["D_HEAD", "POSITIONS", "angle", "at_origin", "pair_contributions", "rope_rotation", "rope_state",
+           "rotated", "score"]
 
-N_KEYS, D_K = 12, 16
-#: the rescale's entry on the first block: there is no old maximum to rescale from (the readout
-#: says why: m_old = -inf); short, so that the table keeps its width from block to block
-FIRST_RESCALE = "\u2014"
-BLOCK_SIZES = (1, 2, 3, 4, 6, 12)
+D_HEAD = 8
+POSITIONS = tuple(range(10))
+DISTANCES = tuple(range(-9, 10))
 
 
 @lru_cache(maxsize=1)
-def problem():
-    """q (1, 16), k (12, 16), v (12, 1), always the same draw; and the scaled scores (1, 12)."""
-    gen = torch.Generator().manual_seed(104)
-    q = torch.randn(1, D_K, generator=gen) * 1.5
-    k = torch.randn(N_KEYS, D_K, generator=gen)
-    v = torch.randn(N_KEYS, 1, generator=gen)
-    return q, k, v, q @ k.T / math.sqrt(D_K)  # (1, 16) @ (16, 12) -> (1, 12)
+def _vectors():
+    """q and k (D_HEAD,) each, float64, always the same draw."""
+    gen = torch.Generator().manual_seed(3)
+    return (torch.randn(D_HEAD, generator=gen, dtype=torch.float64),
+            torch.randn(D_HEAD, generator=gen, dtype=torch.float64))
+
+
+def rotated(x, position):
+    """``x`` (D_HEAD,) placed at ``position``: ``mha.apply_rope`` of a length-1 sequence."""
+    return apply_rope(x[None], torch.tensor([position]))[0]
 
 
 @lru_cache(maxsize=None)
-def fold(block_size):
-    """The online-softmax state after each block: a list of (running_max (1,), running_sum (1,),
-    acc (1, 1)), one per block, with ``mha.online_softmax_step``."""
-    _, _, v, s = problem()
-    state = (torch.full((1,), -math.inf), torch.zeros(1), torch.zeros(1, 1))
-    after = []
-    for start in range(0, N_KEYS, block_size):
-        state = online_softmax_step(*state, s[:, start:start + block_size],
-                                    v[start:start + block_size])
-        after.append(state)
-    return after
+def _placed(which, position):
+    """q (``which`` 0) or k (1) rotated to ``position``, (D_HEAD,)."""
+    return rotated(_vectors()[which], position)
 
 
-def _keys(current):
-    """The keys of a block in words: "key 4" or "keys 3..5"."""
-    if len(current) == 1:
-        return f"key {current[0]}"
-    return f"keys {current[0]}..{current[-1]}"
+def score(m, n):
+    """q at position m dotted with k at position n."""
+    return float(_placed(0, m) @ _placed(1, n))
 
 
-def online_state(block_size, block):
-    q, k, v, s = problem()
-    after = fold(block_size)
-    n = len(after)
-    b = min(block, n - 1)  # past the last block: the final state
-    m, ell, acc = (float(x.reshape(-1)[0]) for x in after[b])
-    seen = (b + 1) * block_size
-    full = float(torch.softmax(s, -1) @ v)
-    blockwise = float(blockwise_attention(q, k, v, block_size=block_size))
-    # a key the online softmax has not reached has no weight yet (NaN, drawn "not yet"), not 0
-    weights = [math.exp(float(s[0, j]) - m) / ell if j < seen else math.nan
-               for j in range(N_KEYS)]
-    current = list(range(b * block_size, seen))
-    m_old = float(after[b - 1][0]) if b else -math.inf
-    rescale = math.exp(m_old - m)
-    steps_x = list(range(1, n + 1))
+def _pairs(x):
+    """(D_HEAD,) -> (D_HEAD/2, 2): pair j is features (j, j + D_HEAD/2) (rotate half)."""
+    return torch.stack([x[: D_HEAD // 2], x[D_HEAD // 2:]], dim=-1)
 
-    def room(*series):  # headroom above the lines for the legend
-        lo = min(min(x) for x in series)
-        hi = max(max(x) for x in series)
-        return {"y_min": round(lo - 0.05 * (hi - lo + 1e-9), 3),
-                "y_max": round(hi + 0.3 * (hi - lo + 1e-9), 3)}
 
-    maxes = [float(a[0]) for a in after]
-    sums = [float(a[1]) for a in after]
-    outs = [float(a[2].reshape(-1)[0] / a[1]) for a in after]
+def pair_contributions(m, n):
+    """Pair j's share of the score, (D_HEAD/2,): (q_m)_j . (k_n)_j over its two features."""
+    return (_pairs(_placed(0, m)) * _pairs(_placed(1, n))).sum(-1)
 
-    def so_far(series):  # a running quantity exists only up to this block (NaN: not drawn)
-        return [x if i <= b else math.nan for i, x in enumerate(series)]
-    keys = _keys(current)
-    # numbers as text with four decimals, as the readout writes the rescale and the output (a
-    # number would be shown with two)
-    rows = [["keys in this block", keys.split(" ", 1)[1]],
-            ["their largest score", f"{float(s[0, current].max()):.4f}"],
-            ["running max m", f"{m:.4f}"],
-            ["rescale exp(m_old \u2212 m)", f"{rescale:.4f}" if b else FIRST_RESCALE],
-            ["running sum \u2113", f"{ell:.4f}"], ["acc", f"{acc:.4f}"],
-            ["output acc / \u2113", f"{acc / ell:.4f}"],
-            ["full softmax output", f"{full:.4f}"]]
-    done = b == n - 1
-    folded = {1: "The one block is", 2: "Both blocks are"}.get(n, f"All {n} blocks are")
-    left = N_KEYS - seen
-    tail = (f" {folded} folded in: acc / \u2113 = {acc / ell:.4f} equals the full "
-            f"softmax's {full:.4f}." if done else
-            f" Still to come: {left} key{'s' if left > 1 else ''}; the full softmax gives "
-            f"{full:.4f}.")
-    past = ("" if block < n else f" (block size {block_size} has one block)" if n == 1
-            else f" (block size {block_size} has {n} blocks; showing the last)")
-    raised = ("the maximum rose, so the old sums were multiplied by "
-              f"{rescale:.4f}" if 0 < rescale < 1 else
-              "the first block sets the maximum (m_old = \u2212\u221e: nothing to rescale)"
-              if b == 0 else
-              "the maximum did not change (rescale 1)")
+
+@lru_cache(maxsize=None)
+def _curve(n):
+    return tuple(score(n + d, n) for d in DISTANCES)
+
+
+@lru_cache(maxsize=1)
+def _limit():
+    return round(max(abs(x) for n in POSITIONS for x in _curve(n)) * 1.05, 2)
+
+
+def angle(x):
+    """An angle in radians as the table writes it: three significant digits (exponent form
+    under 0.001), so that m\u03b8 \u2212 n\u03b8 = (m \u2212 n)\u03b8 can be read off for
+    the slow pairs too (0.005 \u2212 0.002 = 0.003, not 0.01 \u2212 0.00 = 0.00)."""
+    return "0" if x == 0 else f"{x:.3g}" if abs(x) >= 1e-3 else f"{x:.2e}"
+
+
+def at_origin(d):
+    """Where the readout puts the pair ``d`` apart with one of them at 0: the key at 0 for
+    d >= 0, the query at 0 (and the key at |d|) for d < 0; no position is negative."""
+    return f"with the key at 0, the query at {d}" if d >= 0 else \
+        f"with the query at 0, the key at {-d}"
+
+
+def rope_state(m, n):
+    qm, kn, q0 = _pairs(_placed(0, m)), _pairs(_placed(1, n)), _pairs(_vectors()[0])
+    theta = rope_angles(torch.tensor([1]), D_HEAD, dtype=torch.float64)[0]  # (D_HEAD/2,)
+    radius = float(torch.cat([qm, kn]).norm(dim=-1).max()) * 1.05
+    panels = [{"title": f"pair {j}: {float(theta[j]):g} rad/pos",
+               "arrows": [qm[j].tolist(), kn[j].tolist(), q0[j].tolist()]}
+              for j in range(D_HEAD // 2)]
+    d = m - n
+    share = pair_contributions(m, n)
+    # the shares and their sum as text with three decimals, as the caption and the readout
+    # write the score (a number would be shown with two: "0.61" under "sum 0.615")
+    rows = [[str(j), f"{float(theta[j]):g}", angle(m * float(theta[j])),
+             angle(n * float(theta[j])), angle(d * float(theta[j])),
+             f"{float(share[j]):.3f}"] for j in range(D_HEAD // 2)]
+    s = float(share.sum())
+    lim = _limit()
+    curves = {"key at 0, query at d": list(_curve(0)),
+              "key at n, query at n + d": list(_curve(n))}
     return {
         "views": {
-            "weights": bars(weights, [f"k{j}" for j in range(N_KEYS)], highlight=current,
-                            null_label="not yet",
-                            caption=f"Block {b + 1} of {n}: exp(s \u2212 m) / \u2113 over the "
-                                    + (f"{seen} keys seen" if seen > 1 else "1 key seen")),
-            # the axes span the whole path (they stay put from block to block); the lines stop
-            # at this block, as the bars do
-            "running": plot(steps_x, {"running max m": so_far(maxes),
-                                      "running sum \u2113": so_far(sums)},
-                            marker=b, x_label="blocks folded in", **room(maxes, sums),
-                            y_label="value", caption="Running max and running sum"),
-            "output": plot(steps_x, {"output acc / \u2113": so_far(outs),
-                                     "full softmax": [full] * n},
-                           marker=b, marker_series=[0],  # the full softmax: a target
-                           x_label="blocks folded in", y_label="output", **room(outs, [full]),
-                           caption="Running output against the full softmax"),
-            "numbers": table(["after block " + str(b + 1), "value"], rows)},
-        "readout": (f"Block size {block_size}, block {b + 1} of {n}{past}: {keys}; {raised}; "
-                    f"m = {m:.3f}, \u2113 = {ell:.3f}, "
-                    f"output {acc / ell:.4f}.{tail}"),
-        # the block slider runs to this block size's last block; a new block size starts at 0
-        "limits": {"block": {"max": n - 1, "reset": "block_size"}},
-        "state": {"block_size": block_size, "block": b, "output": acc / ell, "full": full,
-                  "blockwise": blockwise, "done": done},
+            "pairs": arrows(panels, [f"q at m = {m}", f"k at n = {n}", "q at 0"], radius=radius,
+                            caption=f"The four pairs of q (at m = {m}) and k (at n = {n})"),
+            "shares": table(["pair", "\u03b8 (rad/pos)", "m\u03b8", "n\u03b8",
+                             "(m\u2212n)\u03b8", "share"],
+                            rows + [["sum", "", "", "", "", f"{s:.3f}"]],
+                            caption=f"Each pair's share of the score (sum {s:.3f})"),
+            "score": plot(DISTANCES, curves, marker=DISTANCES.index(d), y_min=-lim, y_max=lim,
+                          x_label="distance d = m \u2212 n (query minus key)",
+                          y_label="score q\u00b7k",
+                          caption="The score against the distance (the two curves coincide)")},
+        "readout": (f"m = {m}, n = {n}: distance {d}; the score q\u00b7k is {s:.3f}, the same "
+                    f"for every query and key with m \u2212 n = {d} ({at_origin(d)}: "
+                    f"{score(max(d, 0), max(-d, 0)):.3f})."),
+        "state": {"m": m, "n": n, "score": s},
     }
 
 
-def online_softmax(block_size=3, block=0):
-    """Chapter 12: fold the keys into the online softmax block by block."""
+def rope_rotation(m=3, n=0):
+    """Chapter 12: slide the positions of a query and a key; see each pair turn and the score
+    depend on m - n only."""
     return Figure(
-        name="online-softmax", title="The online softmax, one block of keys at a time",
-        controls=[slider("block_size", "block size (keys)", BLOCK_SIZES, block_size),
-                  steps("block", "block", N_KEYS, block,
-                        labels=[str(i + 1) for i in range(N_KEYS)])],
-        views=[View("weights", "bars"), View("running", "plot"), View("output", "plot"),
-               View("numbers", "table")],
-        state_fn=online_state,
-        alt="Bars: the weights of the keys seen so far, the current block highlighted; line "
-            "plots of the running maximum and running sum after each block, and of the running "
-            "output against the full softmax's output, which it reaches at the last block.")
+        name="rope-rotation", title="RoPE: each pair turns with its position",
+        controls=[slider("m", "query position m", POSITIONS, m),
+                  slider("n", "key position n", POSITIONS, n)],
+        views=[View("pairs", "arrows"), View("shares", "table"), View("score", "plot")],
+        state_fn=rope_state,
+        alt="Four small panels, one per feature pair, each with the query's and the key's "
+            "2-D arrow rotated by its position; a table of each pair's angles and share of the score; a line "
+            "plot of the score against the distance m - n, the same with the key at 0 or at n.")

@@ -157,7 +157,7 @@ def lines(weights, query_labels, key_labels, *, titles=None, head=0, focus=None,
 
 
 # ----------------------------------------------------------------------------- arrows view
-# (chapter 11's rotary pairs)
+# (chapter 12's rotary pairs)
 
 
 

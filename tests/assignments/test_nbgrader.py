@@ -32,8 +32,8 @@ import assignments  # noqa: E402
 import student_notebooks  # noqa: E402
 
 CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
-AUTOGRADED = ["00_preface", "01_soft_lookup", "02_scaled_dot_product", "11_positions",
-              "12_fast_attention"]
+AUTOGRADED = ["00_preface", "01_soft_lookup", "02_scaled_dot_product", "12_positions",
+              "13_fast_attention"]
 if os.environ.get("ASSIGNMENTS_AUTOGRADE") == "all":
     AUTOGRADED = CHAPTERS
 BIN = Path(sys.executable).parent  # nbgrader runs `alembic` from PATH

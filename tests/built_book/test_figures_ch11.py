@@ -1,15 +1,16 @@
-"""Chapter 11's live figure in Chromium: RoPE, each pair of a query and a key turning with its
-position, and the score against the distance.
+"""Chapter 11's live figures in Chromium: decoding with a KV cache, and the cache's size.
 
-Without a build: the figure alone in a blank page; both position sliders change the picture from
-the keyboard; the arrows drawn equal the pairs rotated by hand (angle position * theta_j,
-rotate-half pairing) and the score curve equals q_m . k_n by hand, to 1e-3; moving both
-positions by the same amount leaves the score where it was; axe-core finds nothing in light and
-dark mode; at 390 x 844 with touch a tap redraws and nothing is wider than the screen. On the
-built book: the same on chapter 11's page.
+Without a build: each figure alone in a blank page; the step control (slider keys and the "next"
+button), the layer picker, the model, attention and context controls each change the picture
+from the keyboard, and the numbers drawn equal the package's (the new query's weights equal row t
+of a full teacher-forced pass, the sizes equal ``mha.configs.kv_cache_bytes``, in MiB) to 1e-3,
+and the context slider stops at each model's own context; axe-core finds nothing in light and dark mode; at 390 x 844 with touch a tap redraws and nothing
+is wider than the screen. On the built book: the same on chapter 11's page.
 """
 
-import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse
 
 import pytest
@@ -29,94 +30,161 @@ from live_figures import (
     wait_drawn,
 )
 
+from mha import record_attention, tasks, tiny
+from mha.configs import MODELS, kv_cache_bytes
 from mha.live import ch11
 
 pytestmark = pytest.mark.browser
 
 
-def by_hand(x, position):
-    theta = 10000.0 ** (-2 * torch.arange(4, dtype=torch.float64) / 8)
-    c, s = torch.cos(position * theta), torch.sin(position * theta)
-    return torch.cat([x[:4] * c - x[4:] * s, x[:4] * s + x[4:] * c])
+@pytest.fixture(scope="module")
+def full_weights():
+    """The decoder's self-attention weights (H, L, L) per layer, all 12 positions at once."""
+    run = ch11.decode_run()
+    model = tiny.load_pretrained("translation")
+    sentence = tasks.make_task("translation").sample(1, seed=ch11.SEED)
+    with torch.no_grad(), record_attention(model) as rec:
+        model(sentence.inputs, run["ids"][:, :-1])
+    return {n: rec[f"decoder.layers.{n}.self_attn"][0] for n in ch11.LAYERS}
 
 
-def check(root):
+def check_decode(root, full_weights):
     v = values(root)
-    q, k = ch11._vectors()
-    qm, kn = by_hand(q, v["m"]), by_hand(k, v["n"])
-    want = [[[float(qm[j]), float(qm[j + 4])], [float(kn[j]), float(kn[j + 4])],
-             [float(q[j]), float(q[j + 4])]] for j in range(4)]
-    assert same(drawn(root, "pairs"), want), v
-    curve = [float(by_hand(q, max(d, 0)) @ by_hand(k, max(-d, 0))) for d in ch11.DISTANCES]
-    assert same(drawn(root, "score"), [curve, curve]), v
-    assert abs(v["score"] - float(qm @ kn)) < 1e-3
-    assert f"distance {v['m'] - v['n']};" in readout(root)
-    d = v["m"] - v["n"]
-    where = f"with the key at 0, the query at {d}" if d >= 0 else \
-        f"with the query at 0, the key at {-d}"
-    assert where in readout(root) and "q\u00b7k" in readout(root), readout(root)
-    # the score axis: ticks at whole numbers (not +-1.54, +-3.09)
-    ticks = json.loads(root.locator('canvas[data-view="score"]').get_attribute("data-ticks"))
-    assert len(ticks) >= 3 and all(t == round(t) for t in ticks), ticks
-    assert "coincide" in label(root, "score")
+    t, layer = v["step"], v["layer"]
+    want = full_weights[layer][:, t, :t + 1].tolist()  # (H, t + 1): query t over keys 0..t
+    assert same(drawn(root, "weights"), [want]), v
+    assert f"read {t + 1} cached key" in readout(root)
     return v
 
 
-def move(page, root):
+def check_size(root):
+    v = values(root)
+    c = MODELS[v["model"]]
+    want = [kv_cache_bytes(c.num_layers, kv, c.d_head, v["context"]) / 2**20 if kv else None
+            for kv in (c.num_heads, 8 if c.num_heads % 8 == 0 else None, 1)]  # MiB
+    assert same(drawn(root, "sizes"), want), v
+    # the slider offers this model's contexts only, up to the one the chapter's table gives
+    slider = root.locator('[data-knob="context"]')
+    assert int(slider.get_attribute("max")) == ch11.CONTEXTS.index(c.context), v
+    assert v["context"] <= c.context
+    # the growth plot: both axes on a log scale, the package's numbers (a straight line of
+    # slope 1 for a cache in proportion to the context)
+    growth = ch11.size_state(v["model"], v["kind"], v["context"])["views"]["growth"]
+    assert same(drawn(root, "growth"), [series["y"] for series in growth["series"]]), v
+    assert "Both axes on a log scale" in label(root, "growth")
+    return v
+
+
+def move_decode(page, root, full_weights):
     times = []
-    for knob, key in (("m", "ArrowRight"), ("n", "ArrowRight"), ("m", "End"), ("n", "End"),
-                      ("m", "Home"), ("n", "Home")):
-        before = drawn(root, "pairs")
+    for knob, key in (("step", "ArrowRight"), ("step", "ArrowRight"), ("layer", "ArrowDown"),
+                      ("step", "End"), ("layer", "ArrowUp"), ("step", "Home")):
+        before = drawn(root, "weights")
         times.append(press(page, root, knob, key))
-        assert drawn(root, "pairs") != before, f"{knob} {key}: the picture did not change"
-        check(root)
+        assert drawn(root, "weights") != before, f"{knob} {key}: the picture did not change"
+        check_decode(root, full_weights)
+    # the "next token" button: one more column, the cache one position longer
+    step = values(root)["step"]
+    root.get_by_role("button", name="next token (step): next step").click()
+    page.wait_for_function("([el, n]) => JSON.parse(el.dataset.state).step === n",
+                           arg=[root.element_handle(), step + 1], timeout=5_000)
+    check_decode(root, full_weights)
     return times
 
 
-def test_rope_rotation_draws_the_rotated_pairs(page):
-    root = show(page, ch11.rope_rotation())
-    v = check(root)
-    assert (v["m"], v["n"]) == (3, 0)
-    score = v["score"]
-    times = move(page, root)
-    # both positions moved by 4: the arrows turn, the score stays
-    for knob in ("m", "n"):
-        root.locator(f'[data-knob="{knob}"]').fill(str({"m": 7, "n": 4}[knob]))
-    v = check(root)
-    assert (v["m"], v["n"]) == (7, 4) and abs(v["score"] - score) < 1e-9
-    print(f"\nchapter 11 RoPE, key press to picture (no build): {timing(times)}; "
+def move_size(page, root):
+    times = []
+    for knob, key in (("kind", "ArrowUp"), ("context", "ArrowLeft"), ("model", "Home"),
+                      ("context", "Home"), ("kind", "ArrowDown"), ("context", "End"),
+                      ("model", "End")):
+        before = drawn(root, "sizes") + drawn(root, "growth")
+        times.append(press(page, root, knob, key))
+        assert drawn(root, "sizes") + drawn(root, "growth") != before, f"{knob} {key}"
+        check_size(root)
+    return times
+
+
+def test_decode_steps_draws_what_the_package_computes(page, full_weights):
+    root = show(page, ch11.decode_steps())
+    assert check_decode(root, full_weights) == {"step": 0, "layer": 0}
+    times = move_decode(page, root, full_weights)
+    print(f"\nchapter 11 decoding steps, key press to picture (no build): {timing(times)}; "
           f"redraw {timing(DRAW_MS[-6:])}")
 
 
+def test_kv_cache_size_draws_kv_cache_bytes(page):
+    root = show(page, ch11.kv_cache_size())
+    v = check_size(root)
+    assert v["mib"] == 1280 and drawn(root, "sizes")[:2] == [10240, 1280]  # the chapter's 70B
+    times = move_size(page, root)
+    # Falcon-7B's 71 heads: no GQA bar, and the readout says why
+    root.locator('[data-knob="model"]').select_option(str(list(MODELS).index("Falcon-7B")))
+    root.locator('[data-knob="kind"]').select_option("1")
+    check_size(root)
+    assert drawn(root, "sizes")[1] is None and "cannot" in readout(root)
+    print(f"\nchapter 11 cache size, key press to picture (no build): {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-len(times):])}")
+
+
+def test_the_context_slider_stops_at_each_models_context(page):
+    """Mistral 7B at the end of its slider (8,192), then GPT-3 175B: the slider's end moves to
+    2,048 and the value with it; back to Mistral, the end is 8,192 again."""
+    root = show(page, ch11.kv_cache_size(model="Mistral 7B", context=8192))
+    assert values(root)["built_mib"] == 512  # the sliding window: 4,096 positions kept
+    model = root.locator('[data-knob="model"]')
+    model.select_option(str(list(MODELS).index("GPT-3 175B")))
+    page.wait_for_function("el => JSON.parse(el.dataset.state).model === 'GPT-3 175B'",
+                           arg=root.element_handle(), timeout=5_000)
+    assert check_size(root)["context"] == 2048
+    press(page, root, "context", "Home")
+    assert check_size(root)["context"] == 512
+    model.select_option(str(list(MODELS).index("Mistral 7B")))
+    page.wait_for_function("el => JSON.parse(el.dataset.state).model === 'Mistral 7B'",
+                           arg=root.element_handle(), timeout=5_000)
+    press(page, root, "context", "End")
+    assert check_size(root)["context"] == 8192
+    assert not page.errors, page.errors
+
+
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_ch11_figure_passes_axe(page, dark):
-    show(page, ch11.rope_rotation(), dark=dark)
-    problems = axe_violations(page)
-    assert not problems, f"rope-rotation ({'dark' if dark else 'light'}): {problems}"
+def test_ch11_figures_pass_axe(page, dark):
+    for figure in (ch11.decode_steps(), ch11.kv_cache_size()):
+        show(page, figure, dark=dark)
+        problems = axe_violations(page)
+        assert not problems, f"{figure.name} ({'dark' if dark else 'light'}): {problems}"
 
 
-def test_phone_touch(browser):
-    """390 x 844 with touch: a tap on a slider redraws; nothing is wider than the screen."""
+def test_phone_touch(browser, full_weights):
+    """390 x 844 with touch: a tap on the next button redraws; nothing is wider than the screen."""
     context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
                                   is_mobile=True, device_scale_factor=2)
     page = context.new_page()
     try:
-        root = show(page, ch11.rope_rotation())
-        before = root.get_attribute("data-draws")
-        root.locator('[data-knob="n"]').tap()
-        page.wait_for_function("([el, n]) => el.dataset.draws !== n",
-                               arg=[root.element_handle(), before], timeout=5_000)
-        widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
-                               "'.mha-live canvas, .mha-live .mha-control, .mha-live table')]"
-                               ".map(e => e.getBoundingClientRect().right))")
-        assert widest <= 390, f"{widest} px wide on a 390 px screen"
-        assert page.evaluate("document.documentElement.scrollWidth") <= 390
-        check(root)
+        for figure, button in ((ch11.decode_steps(step=11), "next token (step): previous step"),
+                               (ch11.kv_cache_size(), None)):
+            root = show(page, figure)
+            before = root.get_attribute("data-draws")
+            if button:
+                root.get_by_role("button", name=button).tap()
+            else:
+                root.locator('[data-knob="context"]').tap()
+            page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                                   arg=[root.element_handle(), before], timeout=5_000)
+            widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
+                                   "'.mha-live canvas, .mha-live .mha-control, .mha-live table')]"
+                                   ".map(e => e.getBoundingClientRect().right))")
+            assert widest <= 390, f"{figure.name}: {widest} px wide on a 390 px screen"
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
+            if button:
+                assert values(root)["step"] == 10
+                check_decode(root, full_weights)
+            else:
+                check_size(root)
     finally:
         context.close()
 
 
-def test_chapter_11_figure_lives_in_the_built_book(page, book_url):
+def test_chapter_11_figures_live_in_the_built_book(page, book_url, full_weights):
     errors, outside = [], []
     page.on("pageerror", lambda e: errors.append(str(e)))
 
@@ -129,13 +197,56 @@ def test_chapter_11_figure_lives_in_the_built_book(page, book_url):
             r.abort()
 
     page.route("**/*", route)
-    page.goto(f"{book_url}/chapters/11_positions.html", wait_until="load")
-    root = root_of(page, "rope-rotation")
-    wait_drawn(page, root)
-    root.scroll_into_view_if_needed()
-    check(root)
-    times = move(page, root)
+    page.goto(f"{book_url}/chapters/11_kv_cache.html", wait_until="load")
+    decode, size = root_of(page, "decode-steps"), root_of(page, "kv-cache-size")
+    for root in (decode, size):
+        wait_drawn(page, root)
+    decode.scroll_into_view_if_needed()
+    times = move_decode(page, decode, full_weights)
+    size.scroll_into_view_if_needed()
+    times += move_size(page, size)
     print(f"\nchapter 11 (built book), key press to picture: {timing(times)}; "
           f"redraw {timing(DRAW_MS[-len(times):])}")
     assert not errors, errors
     assert not outside, outside
+
+
+def test_a_figure_the_page_is_still_parsing_is_mounted_once_it_is_all_there(page):
+    """The built page once threw "Cannot read properties of null (reading 'textContent')" at
+    load: the first figure's front end mounts again on timers (for front ends that insert an
+    output after running its script), and a timer that fired while the page was still arriving
+    found the second figure's root before its spec. Here the page arrives in two parts, the
+    second figure cut before its spec, with a pause between: no error, both figures drawn."""
+    first, second = ch11.decode_steps(), ch11.kv_cache_size()
+    page_html = first.page().replace("</main>", second.html() + "</main>")
+    cut = page_html.index('<script type="application/json" class="mha-spec">',
+                          page_html.index('data-figure="kv-cache-size"'))
+    parts = [page_html[:cut].encode(), page_html[cut:].encode()]
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (the http.server API)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(parts[0])
+            self.wfile.flush()
+            time.sleep(1.5)  # longer than the front end's re-mount timers (0 to 1 s)
+            self.wfile.write(parts[1])
+
+        def log_message(self, *args):
+            pass
+
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        page.goto(f"http://127.0.0.1:{server.server_address[1]}/", wait_until="load")
+        for name in ("decode-steps", "kv-cache-size"):
+            root = root_of(page, name)
+            wait_drawn(page, root)
+            assert root.locator(".mha-error").text_content() == ""
+        check_size(root_of(page, "kv-cache-size"))
+        assert not errors, errors
+    finally:
+        server.shutdown()

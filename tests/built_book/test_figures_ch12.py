@@ -1,19 +1,19 @@
-"""Chapter 12's live figure in Chromium: the online softmax, one block of keys at a time.
+"""Chapter 12's live figure in Chromium: RoPE, each pair of a query and a key turning with its
+position, and the score against the distance.
 
-Without a build: the figure alone in a blank page; the block-size slider, the step slider and
-the next/previous buttons change the picture from the keyboard; the weights drawn equal
-exp(s - m) / l by hand over the keys seen, the running maximum and output equal the online
-softmax by hand, and after the last block the output equals PyTorch's softmax attention, to
-1e-3; axe-core finds nothing in light and dark mode; at 390 x 844 with touch a tap redraws and
-nothing is wider than the screen. On the built book: the same on chapter 12's page.
+Without a build: the figure alone in a blank page; both position sliders change the picture from
+the keyboard; the arrows drawn equal the pairs rotated by hand (angle position * theta_j,
+rotate-half pairing) and the score curve equals q_m . k_n by hand, to 1e-3; moving both
+positions by the same amount leaves the score where it was; axe-core finds nothing in light and
+dark mode; at 390 x 844 with touch a tap redraws and nothing is wider than the screen. On the
+built book: the same on chapter 12's page.
 """
 
 import json
-import math
 from urllib.parse import urlparse
 
 import pytest
-import torch.nn.functional as F
+import torch
 from live_figures import (
     DRAW_MS,
     axe_violations,
@@ -34,136 +34,76 @@ from mha.live import ch12
 pytestmark = pytest.mark.browser
 
 
-def by_hand(block_size):
-    """(m, l, acc) after each block, in plain Python."""
-    _, _, v, s = ch12.problem()
-    m, ell, acc, after = -math.inf, 0.0, 0.0, []
-    for j in range(ch12.N_KEYS):
-        x = float(s[0, j])
-        new_m = max(m, x)
-        ell = ell * math.exp(m - new_m) + math.exp(x - new_m)
-        acc = acc * math.exp(m - new_m) + math.exp(x - new_m) * float(v[j, 0])
-        m = new_m
-        if (j + 1) % block_size == 0:
-            after.append((m, ell, acc))
-    return after
+def by_hand(x, position):
+    theta = 10000.0 ** (-2 * torch.arange(4, dtype=torch.float64) / 8)
+    c, s = torch.cos(position * theta), torch.sin(position * theta)
+    return torch.cat([x[:4] * c - x[4:] * s, x[:4] * s + x[4:] * c])
 
 
 def check(root):
     v = values(root)
-    bs, b = v["block_size"], v["block"]
-    _, _, _, s = ch12.problem()
-    after = by_hand(bs)
-    m, ell, acc = after[b]
-    seen = (b + 1) * bs
-    weights = [math.exp(float(s[0, j]) - m) / ell if j < seen else None  # None: "not yet"
-               for j in range(ch12.N_KEYS)]
-    assert same(drawn(root, "weights"), weights), v
-    if seen < ch12.N_KEYS:
-        assert "k11 not yet" in label(root, "weights")
-    # the running lines stop at this block (None beyond it); the full softmax goes across
-    def so_far(xs):
-        return [x if i <= b else None for i, x in enumerate(xs)]
-
-    assert same(drawn(root, "running"), [so_far([a[0] for a in after]),
-                                         so_far([a[1] for a in after])]), v
-    q, k, vv, _ = ch12.problem()
-    full = float(F.scaled_dot_product_attention(q[None], k[None], vv[None])[0, 0, 0])
-    assert same(drawn(root, "output"), [so_far([a[2] / a[1] for a in after]),
-                                        [full] * len(after)]), v
-    if b == len(after) - 1:
-        assert abs(acc / ell - full) < 1e-3 and "equals the full" in readout(root)
+    q, k = ch12._vectors()
+    qm, kn = by_hand(q, v["m"]), by_hand(k, v["n"])
+    want = [[[float(qm[j]), float(qm[j + 4])], [float(kn[j]), float(kn[j + 4])],
+             [float(q[j]), float(q[j + 4])]] for j in range(4)]
+    assert same(drawn(root, "pairs"), want), v
+    curve = [float(by_hand(q, max(d, 0)) @ by_hand(k, max(-d, 0))) for d in ch12.DISTANCES]
+    assert same(drawn(root, "score"), [curve, curve]), v
+    assert abs(v["score"] - float(qm @ kn)) < 1e-3
+    assert f"distance {v['m'] - v['n']};" in readout(root)
+    d = v["m"] - v["n"]
+    where = f"with the key at 0, the query at {d}" if d >= 0 else \
+        f"with the query at 0, the key at {-d}"
+    assert where in readout(root) and "q\u00b7k" in readout(root), readout(root)
+    # the score axis: ticks at whole numbers (not +-1.54, +-3.09)
+    ticks = json.loads(root.locator('canvas[data-view="score"]').get_attribute("data-ticks"))
+    assert len(ticks) >= 3 and all(t == round(t) for t in ticks), ticks
+    assert "coincide" in label(root, "score")
     return v
-
-
-def nice(ticks):
-    """Ticks at a step of 1, 2, 2.5 or 5 x 10^k, each a whole number of steps."""
-    step = ticks[1] - ticks[0]
-    mantissa = step / 10 ** math.floor(math.log10(step) + 1e-9)
-    return (any(abs(mantissa - c) < 1e-6 for c in (1, 2, 2.5, 5))
-            and all(abs(t / step - round(t / step)) < 1e-6 for t in ticks)
-            and all(abs(b - a - step) < 1e-9 * max(1, step) for a, b in zip(ticks, ticks[1:])))
-
-
-def check_ticks(root):
-    for view in ("weights", "running", "output"):
-        ticks = json.loads(root.locator(f'canvas[data-view="{view}"]').get_attribute("data-ticks"))
-        assert len(ticks) >= 3 and nice(ticks), (view, ticks)
-
-
-def check_slider(root, changed):
-    """The block slider runs to this block size's last block; a new block size starts at 0."""
-    v = values(root)
-    knob = root.locator('[data-knob="block"]')
-    assert int(knob.get_attribute("max")) == ch12.N_KEYS // v["block_size"] - 1, v
-    assert int(knob.input_value()) == v["block"]
-    if changed == "block_size":
-        assert v["block"] == 0, v
 
 
 def move(page, root):
     times = []
-    for knob, key in (("block", "ArrowRight"), ("block", "ArrowRight"),
-                      ("block_size", "ArrowLeft"), ("block", "End"), ("block_size", "Home"),
-                      ("block", "End"), ("block_size", "End")):
-        before = drawn(root, "weights") + drawn(root, "running")
+    for knob, key in (("m", "ArrowRight"), ("n", "ArrowRight"), ("m", "End"), ("n", "End"),
+                      ("m", "Home"), ("n", "Home")):
+        before = drawn(root, "pairs")
         times.append(press(page, root, knob, key))
-        assert drawn(root, "weights") + drawn(root, "running") != before, f"{knob} {key}"
+        assert drawn(root, "pairs") != before, f"{knob} {key}: the picture did not change"
         check(root)
-        check_slider(root, knob)
-        check_ticks(root)
     return times
 
 
-def test_nice_ticks_rule():
-    assert nice([1, 2, 3, 4]) and nice([0, 0.25, 0.5]) and nice([-3, -2, -1, 0])
-    assert not nice([0.67, 1.61, 2.55]) and not nice([0, 1.15, 2.3]) and not nice([1.54, 3.09])
-
-
-def test_online_softmax_draws_the_online_softmax(page):
-    root = show(page, ch12.online_softmax())
-    assert values(root)["block_size"] == 3 and values(root)["block"] == 0
-    check(root)
-    times = move(page, root)
-    # block size 3 again, then the next button to the last block: the full softmax
-    root.locator('[data-knob="block_size"]').fill("2")
-    for _ in range(3):
-        root.get_by_role("button", name="block: next step").click()
+def test_rope_rotation_draws_the_rotated_pairs(page):
+    root = show(page, ch12.rope_rotation())
     v = check(root)
-    assert v["block_size"] == 3 and v["block"] == 3 and v["done"]
-    # the last block: "next" goes no further, and the first block explains its rescale
-    before = root.get_attribute("data-draws")
-    root.get_by_role("button", name="block: next step").click()
-    assert root.get_attribute("data-draws") == before and values(root)["block"] == 3
-    root.get_by_role("button", name="block: previous step").click()
-    assert values(root)["block"] == 2
-    width = root.locator(".mha-table").bounding_box()["width"]
-    press(page, root, "block", "Home")
-    table = root.locator(".mha-table").inner_text()
-    assert "\u2014" in table and "m_old = \u2212\u221e" in readout(root), table
-    # the table keeps its width from the first block to the next (it once jumped)
-    assert abs(root.locator(".mha-table").bounding_box()["width"] - width) <= 4
-    assert "\u2113 = " in readout(root) and " l = " not in readout(root)
-    print(f"\nchapter 12 online softmax, key press to picture (no build): {timing(times)}; "
-          f"redraw {timing(DRAW_MS[-7:])}")
+    assert (v["m"], v["n"]) == (3, 0)
+    score = v["score"]
+    times = move(page, root)
+    # both positions moved by 4: the arrows turn, the score stays
+    for knob in ("m", "n"):
+        root.locator(f'[data-knob="{knob}"]').fill(str({"m": 7, "n": 4}[knob]))
+    v = check(root)
+    assert (v["m"], v["n"]) == (7, 4) and abs(v["score"] - score) < 1e-9
+    print(f"\nchapter 12 RoPE, key press to picture (no build): {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-6:])}")
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_ch12_figure_passes_axe(page, dark):
-    show(page, ch12.online_softmax(), dark=dark)
+    show(page, ch12.rope_rotation(), dark=dark)
     problems = axe_violations(page)
-    assert not problems, f"online-softmax ({'dark' if dark else 'light'}): {problems}"
+    assert not problems, f"rope-rotation ({'dark' if dark else 'light'}): {problems}"
 
 
 def test_phone_touch(browser):
-    """390 x 844 with touch: a tap on the next button redraws; nothing is wider than the screen."""
+    """390 x 844 with touch: a tap on a slider redraws; nothing is wider than the screen."""
     context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
                                   is_mobile=True, device_scale_factor=2)
     page = context.new_page()
     try:
-        root = show(page, ch12.online_softmax())
+        root = show(page, ch12.rope_rotation())
         before = root.get_attribute("data-draws")
-        root.get_by_role("button", name="block: next step").tap()
+        root.locator('[data-knob="n"]').tap()
         page.wait_for_function("([el, n]) => el.dataset.draws !== n",
                                arg=[root.element_handle(), before], timeout=5_000)
         widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
@@ -171,7 +111,6 @@ def test_phone_touch(browser):
                                ".map(e => e.getBoundingClientRect().right))")
         assert widest <= 390, f"{widest} px wide on a 390 px screen"
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
-        assert values(root)["block"] == 1
         check(root)
     finally:
         context.close()
@@ -190,8 +129,8 @@ def test_chapter_12_figure_lives_in_the_built_book(page, book_url):
             r.abort()
 
     page.route("**/*", route)
-    page.goto(f"{book_url}/chapters/12_fast_attention.html", wait_until="load")
-    root = root_of(page, "online-softmax")
+    page.goto(f"{book_url}/chapters/12_positions.html", wait_until="load")
+    root = root_of(page, "rope-rotation")
     wait_drawn(page, root)
     root.scroll_into_view_if_needed()
     check(root)

@@ -8,10 +8,13 @@ model cannot read says why in the readout and keeps the last picture, with no co
 axe-core finds nothing in light and dark mode; with a text of the model's full context_length
 no text on a canvas overlaps or is cut, at 390 px and at 1280 px, and nothing is wider than a
 phone. The key press to picture times are printed (benchmarks/bench_live_figures.py checks them).
+On the built book: chapter 10's page, offline, runs the model as the reader types, at 1280 px
+and on a 390 px phone, and in the book's dark mode.
 """
 
 import json
 import statistics
+from urllib.parse import urlparse
 
 import pytest
 import torch
@@ -21,11 +24,13 @@ from live_figures import (
     phone,
     press,
     readout,
+    root_of,
     set_control,
     set_dark,
     show,
     timing,
     values,
+    wait_drawn,
 )
 
 from mha.live import text as T
@@ -210,6 +215,58 @@ def test_a_full_context_text_is_readable(browser, page, fig, size):
             set_dark(p)
             root.evaluate("r => r.mhaRedraw()")
             assert not axe_violations(p)
+    finally:
+        if context:
+            context.close()
+
+
+def offline(page, book_url):
+    """Abort (and list) every request that leaves the book's own server."""
+    outside = []
+
+    def route(r):
+        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
+                or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    return outside
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone", "dark"])
+def test_chapter_10_figure_lives_in_the_built_book(browser, page, book_url, size):
+    context = phone(browser) if size == "phone" else None
+    p = context.new_page() if context else page
+    if context:
+        p.errors = []
+        p.on("pageerror", lambda e: p.errors.append(str(e)))
+    try:
+        if size == "desktop":
+            p.set_viewport_size({"width": 1280, "height": 800})
+        outside = offline(p, book_url)
+        p.goto(f"{book_url}/chapters/10_heads_on_text.html", wait_until="load")
+        if size == "dark":
+            set_dark(p)
+        root = root_of(p, "text-heads")
+        wait_drawn(p, root)
+        root.scroll_into_view_if_needed()
+        check(root, T.PASSAGES["Julius Caesar: Antony"])
+        # the reader's own words: a name said twice, typed from the keyboard
+        box(root).focus()
+        p.keyboard.press("Control+a")
+        typed = "Romeo, Romeo! wherefore art thou Romeo?"
+        p.keyboard.type(typed)
+        wait_text(p, root, typed)
+        check(root, typed)
+        assert "Prefix matching" in readout(root)
+        assert p.evaluate("document.documentElement.scrollWidth") <= p.viewport_size["width"]
+        if size == "dark":
+            assert not axe_violations(p)
+        assert not p.errors, p.errors
+        assert not outside, outside
     finally:
         if context:
             context.close()

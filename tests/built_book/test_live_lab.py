@@ -1,11 +1,12 @@
 """Live figures in a live kernel: JupyterLab from the project's venv, driven by Chromium.
 
 Starts ``jupyter lab`` on 127.0.0.1 (a free port, a token, its own config, runtime, settings and
-workspace folders under a temporary directory, copies of chapters 02 and 07 so nothing in the
-repository is written), opens chapter 07, runs every cell, moves the first explorer's num_heads
-slider from the keyboard and waits for the canvas to show the new number of heads, drawn by the
-front end from what the kernel sent; then opens chapter 02, runs it, and toggles the scale of
-its d_k figure (drawn in the page, no kernel round trip). Every wait is bounded; the server is stopped (its whole process
+workspace folders under a temporary directory, copies of chapters 02, 07 and 10 so nothing in
+the repository is written), opens chapter 07, runs every cell, moves the first explorer's
+num_heads slider from the keyboard and waits for the canvas to show the new number of heads,
+drawn by the front end from what the kernel sent; then opens chapter 02, runs it, and toggles
+the scale of its d_k figure (drawn in the page, no kernel round trip); then opens chapter 10,
+runs it, and types into the Shakespeare figure's text box (the model runs in the page). Every wait is bounded; the server is stopped (its whole process
 group) at the end, also when the test fails. Only localhost is contacted.
 """
 
@@ -26,6 +27,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "chapters" / "07_attention_explorer.ipynb"
 CHAPTER_02 = ROOT / "chapters" / "02_scaled_dot_product.ipynb"
+CHAPTER_10 = ROOT / "chapters" / "10_heads_on_text.ipynb"
 TOKEN = "mha-live-lab-test"
 
 pytestmark = pytest.mark.browser
@@ -46,6 +48,7 @@ def lab(tmp_path):
     work.mkdir()
     shutil.copy(CHAPTER, work / CHAPTER.name)
     shutil.copy(CHAPTER_02, work / CHAPTER_02.name)
+    shutil.copy(CHAPTER_10, work / CHAPTER_10.name)
     port = free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
@@ -236,6 +239,73 @@ def test_dk_slider_redraws_in_jupyterlab(browser, lab):
                                        atol=1e-3, rtol=0)
         print(f"\nJupyterLab: chapter 02's d_k figure, click on the scale box to picture: "
               f"median {statistics.median(times):.1f} ms, worst {max(times):.1f} ms")
+        assert not outside, f"requests outside localhost: {outside}"
+    finally:
+        context.close()
+
+
+def open_and_run_all(page, lab, chapter):
+    """Open ``chapter`` in Lab, start its kernel, Run All Cells and wait until the kernel has
+    been idle for 3 s (Lab does not render the prompts of cells out of view)."""
+    page.goto(f"{lab}/lab/tree/{chapter.name}?token={TOKEN}", wait_until="load",
+              timeout=90_000)
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
+    choose = page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True)
+    try:
+        choose.wait_for(timeout=15_000)
+        choose.click()
+    except Exception:  # noqa: BLE001 - no dialog: the kernel started by itself
+        pass
+    idle = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
+    page.wait_for_selector(idle, timeout=90_000)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    page.wait_for_timeout(1000)
+    deadline, quiet = time.monotonic() + 240, 0
+    while quiet < 12 and time.monotonic() < deadline:
+        quiet = quiet + 1 if page.locator(idle).count() else 0
+        page.wait_for_timeout(250)
+    assert quiet >= 12, "the notebook did not finish running"
+
+
+def test_typing_into_the_shakespeare_figure_in_jupyterlab(browser, lab):
+    """Chapter 10's figure in JupyterLab: text typed into its box from the keyboard is read by
+    the model in the page, and the weights it drew equal the package's to 1e-3."""
+    import torch
+
+    from mha.live import text as T
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    outside = []
+    page.route("**/*", lambda r: r.continue_() if urlparse(r.request.url).hostname in (
+        "127.0.0.1", "localhost") or r.request.url.startswith(("data:", "blob:"))
+        else (outside.append(r.request.url), r.abort()))
+    try:
+        open_and_run_all(page, lab, CHAPTER_10)
+        root = page.locator('.mha-live[data-figure="text-heads"]').first
+        root.wait_for(timeout=60_000)
+        page.wait_for_function("el => Number(el.dataset.draws) >= 1", arg=root.element_handle(),
+                               timeout=30_000)
+        box = root.locator('[data-knob="text"]')
+        box.scroll_into_view_if_needed()
+        box.click()
+        page.keyboard.press("Control+a")
+        typed = "Romeo, Romeo! wherefore art thou Romeo?"
+        start = time.perf_counter()
+        page.keyboard.type(typed)
+        page.wait_for_function("([el, t]) => JSON.parse(el.dataset.state).text === t",
+                               arg=[root.element_handle(), typed], timeout=20_000)
+        seconds = time.perf_counter() - start
+        got = root.evaluate("r => r.mhaText.export()")
+        assert got["text"] == typed
+        want = T.text_state(typed)
+        diff = (torch.tensor(got["weights"]) - want["weights"]).abs().max().item()
+        assert diff <= 1e-3, diff
+        # typing did not leak into Lab's shortcuts (the notebook is unchanged)
+        assert page.locator(".jp-Notebook .jp-Cell").count() > 10
+        print(f"\nJupyterLab: chapter 10's text box, {len(typed)} keys typed and drawn in "
+              f"{seconds:.1f} s; page - package {diff:.1e}")
         assert not outside, f"requests outside localhost: {outside}"
     finally:
         context.close()

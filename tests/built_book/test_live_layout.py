@@ -40,8 +40,8 @@ FIGURES = {
     "ch07": lambda: explorer.explorer_figure({**widgets.DEFAULTS}),
     "ch08": live.trained_head_lines, "ch08-query": lambda: live.trained_head_lines(query=5),
     "ch09": live.head_switches,
-    "ch10-decode": live.decode_steps, "ch10-cache": live.kv_cache_size,
-    "ch11": live.rope_rotation, "ch12": live.online_softmax,
+    "ch11-decode": live.decode_steps, "ch11-cache": live.kv_cache_size,
+    "ch12": live.rope_rotation, "ch13": live.online_softmax,
     "text": live.text_heads,  # the Shakespeare model in the page
 }
 # (figure, the controls set before looking: knob -> option label or slider index)

@@ -113,7 +113,7 @@ function legend(ctx, lay, top, colours, t) {
 function least(a) { return Math.min.apply(null, a); }
 function most(a) { return Math.max.apply(null, a); }
 
-// A plot whose data has y_log: true has both axes log2-spaced (chapter 10's cache against the
+// A plot whose data has y_log: true has both axes log2-spaced (chapter 11's cache against the
 // context), ticks at powers of 2 (1/8, 1, 4, ...), so a quantity proportional to x is a straight
 // line of slope 1; other plots have a linear y axis at nice ticks (x log2-spaced with x_log).
 function plot(canvas, d, t) {
@@ -145,7 +145,7 @@ function plot(canvas, d, t) {
     canvas.dataset.ticks = JSON.stringify(ticks);
   }
   // the first and last points stand XPAD px inside the axes: a ring there (6 px) leaves the y
-  // axis's labels free (chapter 03's step 0, chapter 12's block 1 covered the "2")
+  // axis's labels free (chapter 03's step 0, chapter 13's block 1 covered the "2")
   function at(v) { return x0 + XPAD + (v - xlo) / ((xhi - xlo) || 1) * (pw - 2 * XPAD); }
   function X(i) { return at(xs[i]); }
   function Y(v) { return y0 + ph - ((loglog ? Math.log2(v) : v) - lo) / (hi - lo) * ph; }
@@ -203,7 +203,7 @@ function table(el, d) {
   el.appendChild(tab);
   fitTable(el, tab);
 }
-// A table fits its figure: headers wrap; on a narrow screen (chapter 11's six columns were 4 px
+// A table fits its figure: headers wrap; on a narrow screen (chapter 12's six columns were 4 px
 // too wide for a phone, and the whole figure could be panned) the cells' padding shrinks, and a
 // table still too wide scrolls inside its own box, never the figure's views
 function fitTable(el, tab) {

@@ -66,7 +66,7 @@ function theme(el) {
   // output panel (#ced6dd in its dark mode), crossed in a colour that stands out on the grey
   return { fg: fg, muted: dark ? "#9aa4ae" : "#666", accent: dark ? "#ffa657" : "#c24e00",
     bar: dark ? "#6cb6ff" : "#1f5fa8", nan: dark ? "#8c8c8c" : "#737373",
-    // a third series (chapter 11's dashed "q at 0"): a grey 3:1 or more against the page and
+    // a third series (chapter 12's dashed "q at 0"): a grey 3:1 or more against the page and
     // the book's grey output panel (the muted grey is for axes, and faded on that panel)
     third: dark ? "#c4c4c4" : "#474747",
     nanCross: dark ? "#111" : "#fff", dark: dark };

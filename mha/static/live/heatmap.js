@@ -21,7 +21,7 @@ function heatLayout(d, room) {
     texts = Object.keys(texts);
   }
   // a grid of colours stays about 264 px across; one with numbers in its cells may use the
-  // room (chapter 10's cache: 12 columns) so that its numbers keep their 11 px
+  // room (chapter 11's cache: 12 columns) so that its numbers keep their 11 px
   var most = Math.max(Math.floor(264 / n), d.numbers ? widest(texts, "11px sans-serif") + 4 : 0);
   function fit(reserve, label) { // the largest cell that fits one panel a row
     return Math.max(d.cell_min || HEAT_MIN, Math.min(d.numbers ? 38 : 22, Math.floor((room - label - reserve -

@@ -148,7 +148,7 @@ function mount(root) {
     }
     return st;
   }
-  // a listed state may limit a slider to its first max + 1 values (chapter 12: the block
+  // a listed state may limit a slider to its first max + 1 values (chapter 13: the block
   // slider runs to the last block of this block size) and send it back to 0 when the control
   // named in reset moves: {limits: {control: {max, reset}}}; true when a value changed
   function limit(limits, changed) {

@@ -1,4 +1,4 @@
-// Part 4 of 9: small panels: chapter 11's rotary arrows and chapter 05's split-heads strips.
+// Part 4 of 9: small panels: chapter 12's rotary arrows and chapter 05's split-heads strips.
 // arrows: d = {panels: [{title, arrows: [[x, y], ...]}], labels (one per arrow), caption, radius}
 // each panel a circle of the given radius with its arrows from the centre; the first arrow in
 // the main colour, the second in the accent, the third grey and dashed (3:1 or more against

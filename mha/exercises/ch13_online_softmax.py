@@ -1,9 +1,9 @@
-"""Check for the coding exercise of chapter 12 (fast attention): one online-softmax step.
+"""Check for the coding exercise of chapter 13 (fast attention): one online-softmax step.
 
 =======================  ======== ==========================================================
 check                    chapter  the reader writes
 =======================  ======== ==========================================================
-``online_softmax_step``  12       ``fn(running_max, running_sum, acc, scores, value)`` ->
+``online_softmax_step``  13       ``fn(running_max, running_sum, acc, scores, value)`` ->
                                   the new ``(running_max, running_sum, acc)``
 =======================  ======== ==========================================================
 

@@ -1,4 +1,4 @@
-"""The chapter 10 exercise check: the size of a key/value cache in bytes.
+"""The chapter 11 exercise check: the size of a key/value cache in bytes.
 
 The reader writes ``fn(num_layers, num_heads, num_kv_heads, d_model, seq_len, batch_size,
 bytes_per_value)``; the cases cover multi-head, grouped-query and multi-query models, an empty

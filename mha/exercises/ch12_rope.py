@@ -1,9 +1,9 @@
-"""Check for the coding exercise of chapter 11 (positions): the reader's own rotary embedding.
+"""Check for the coding exercise of chapter 12 (positions): the reader's own rotary embedding.
 
 ============== ======== ==========================================================================
 check          chapter  the reader writes
 ============== ======== ==========================================================================
-``apply_rope`` 11       ``fn(x, positions, interleaved=False)``: x (..., L, Dh), positions (L,)
+``apply_rope`` 12       ``fn(x, positions, interleaved=False)``: x (..., L, Dh), positions (L,)
                         integers -> x with feature pair j of the token at position m rotated by
                         m * 10000 ** (-2j / Dh); pairs (j, j + Dh/2), or (2j, 2j + 1) when
                         ``interleaved``

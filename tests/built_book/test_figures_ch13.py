@@ -1,0 +1,202 @@
+"""Chapter 13's live figure in Chromium: the online softmax, one block of keys at a time.
+
+Without a build: the figure alone in a blank page; the block-size slider, the step slider and
+the next/previous buttons change the picture from the keyboard; the weights drawn equal
+exp(s - m) / l by hand over the keys seen, the running maximum and output equal the online
+softmax by hand, and after the last block the output equals PyTorch's softmax attention, to
+1e-3; axe-core finds nothing in light and dark mode; at 390 x 844 with touch a tap redraws and
+nothing is wider than the screen. On the built book: the same on chapter 13's page.
+"""
+
+import json
+import math
+from urllib.parse import urlparse
+
+import pytest
+import torch.nn.functional as F
+from live_figures import (
+    DRAW_MS,
+    axe_violations,
+    drawn,
+    label,
+    press,
+    readout,
+    root_of,
+    same,
+    show,
+    timing,
+    values,
+    wait_drawn,
+)
+
+from mha.live import ch13
+
+pytestmark = pytest.mark.browser
+
+
+def by_hand(block_size):
+    """(m, l, acc) after each block, in plain Python."""
+    _, _, v, s = ch13.problem()
+    m, ell, acc, after = -math.inf, 0.0, 0.0, []
+    for j in range(ch13.N_KEYS):
+        x = float(s[0, j])
+        new_m = max(m, x)
+        ell = ell * math.exp(m - new_m) + math.exp(x - new_m)
+        acc = acc * math.exp(m - new_m) + math.exp(x - new_m) * float(v[j, 0])
+        m = new_m
+        if (j + 1) % block_size == 0:
+            after.append((m, ell, acc))
+    return after
+
+
+def check(root):
+    v = values(root)
+    bs, b = v["block_size"], v["block"]
+    _, _, _, s = ch13.problem()
+    after = by_hand(bs)
+    m, ell, acc = after[b]
+    seen = (b + 1) * bs
+    weights = [math.exp(float(s[0, j]) - m) / ell if j < seen else None  # None: "not yet"
+               for j in range(ch13.N_KEYS)]
+    assert same(drawn(root, "weights"), weights), v
+    if seen < ch13.N_KEYS:
+        assert "k11 not yet" in label(root, "weights")
+    # the running lines stop at this block (None beyond it); the full softmax goes across
+    def so_far(xs):
+        return [x if i <= b else None for i, x in enumerate(xs)]
+
+    assert same(drawn(root, "running"), [so_far([a[0] for a in after]),
+                                         so_far([a[1] for a in after])]), v
+    q, k, vv, _ = ch13.problem()
+    full = float(F.scaled_dot_product_attention(q[None], k[None], vv[None])[0, 0, 0])
+    assert same(drawn(root, "output"), [so_far([a[2] / a[1] for a in after]),
+                                        [full] * len(after)]), v
+    if b == len(after) - 1:
+        assert abs(acc / ell - full) < 1e-3 and "equals the full" in readout(root)
+    return v
+
+
+def nice(ticks):
+    """Ticks at a step of 1, 2, 2.5 or 5 x 10^k, each a whole number of steps."""
+    step = ticks[1] - ticks[0]
+    mantissa = step / 10 ** math.floor(math.log10(step) + 1e-9)
+    return (any(abs(mantissa - c) < 1e-6 for c in (1, 2, 2.5, 5))
+            and all(abs(t / step - round(t / step)) < 1e-6 for t in ticks)
+            and all(abs(b - a - step) < 1e-9 * max(1, step) for a, b in zip(ticks, ticks[1:])))
+
+
+def check_ticks(root):
+    for view in ("weights", "running", "output"):
+        ticks = json.loads(root.locator(f'canvas[data-view="{view}"]').get_attribute("data-ticks"))
+        assert len(ticks) >= 3 and nice(ticks), (view, ticks)
+
+
+def check_slider(root, changed):
+    """The block slider runs to this block size's last block; a new block size starts at 0."""
+    v = values(root)
+    knob = root.locator('[data-knob="block"]')
+    assert int(knob.get_attribute("max")) == ch13.N_KEYS // v["block_size"] - 1, v
+    assert int(knob.input_value()) == v["block"]
+    if changed == "block_size":
+        assert v["block"] == 0, v
+
+
+def move(page, root):
+    times = []
+    for knob, key in (("block", "ArrowRight"), ("block", "ArrowRight"),
+                      ("block_size", "ArrowLeft"), ("block", "End"), ("block_size", "Home"),
+                      ("block", "End"), ("block_size", "End")):
+        before = drawn(root, "weights") + drawn(root, "running")
+        times.append(press(page, root, knob, key))
+        assert drawn(root, "weights") + drawn(root, "running") != before, f"{knob} {key}"
+        check(root)
+        check_slider(root, knob)
+        check_ticks(root)
+    return times
+
+
+def test_nice_ticks_rule():
+    assert nice([1, 2, 3, 4]) and nice([0, 0.25, 0.5]) and nice([-3, -2, -1, 0])
+    assert not nice([0.67, 1.61, 2.55]) and not nice([0, 1.15, 2.3]) and not nice([1.54, 3.09])
+
+
+def test_online_softmax_draws_the_online_softmax(page):
+    root = show(page, ch13.online_softmax())
+    assert values(root)["block_size"] == 3 and values(root)["block"] == 0
+    check(root)
+    times = move(page, root)
+    # block size 3 again, then the next button to the last block: the full softmax
+    root.locator('[data-knob="block_size"]').fill("2")
+    for _ in range(3):
+        root.get_by_role("button", name="block: next step").click()
+    v = check(root)
+    assert v["block_size"] == 3 and v["block"] == 3 and v["done"]
+    # the last block: "next" goes no further, and the first block explains its rescale
+    before = root.get_attribute("data-draws")
+    root.get_by_role("button", name="block: next step").click()
+    assert root.get_attribute("data-draws") == before and values(root)["block"] == 3
+    root.get_by_role("button", name="block: previous step").click()
+    assert values(root)["block"] == 2
+    width = root.locator(".mha-table").bounding_box()["width"]
+    press(page, root, "block", "Home")
+    table = root.locator(".mha-table").inner_text()
+    assert "\u2014" in table and "m_old = \u2212\u221e" in readout(root), table
+    # the table keeps its width from the first block to the next (it once jumped)
+    assert abs(root.locator(".mha-table").bounding_box()["width"] - width) <= 4
+    assert "\u2113 = " in readout(root) and " l = " not in readout(root)
+    print(f"\nchapter 13 online softmax, key press to picture (no build): {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-7:])}")
+
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_ch13_figure_passes_axe(page, dark):
+    show(page, ch13.online_softmax(), dark=dark)
+    problems = axe_violations(page)
+    assert not problems, f"online-softmax ({'dark' if dark else 'light'}): {problems}"
+
+
+def test_phone_touch(browser):
+    """390 x 844 with touch: a tap on the next button redraws; nothing is wider than the screen."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
+                                  is_mobile=True, device_scale_factor=2)
+    page = context.new_page()
+    try:
+        root = show(page, ch13.online_softmax())
+        before = root.get_attribute("data-draws")
+        root.get_by_role("button", name="block: next step").tap()
+        page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                               arg=[root.element_handle(), before], timeout=5_000)
+        widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
+                               "'.mha-live canvas, .mha-live .mha-control, .mha-live table')]"
+                               ".map(e => e.getBoundingClientRect().right))")
+        assert widest <= 390, f"{widest} px wide on a 390 px screen"
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        assert values(root)["block"] == 1
+        check(root)
+    finally:
+        context.close()
+
+
+def test_chapter_13_figure_lives_in_the_built_book(page, book_url):
+    errors, outside = [], []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    def route(r):  # nothing may come from outside the book
+        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
+                or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(f"{book_url}/chapters/13_fast_attention.html", wait_until="load")
+    root = root_of(page, "online-softmax")
+    wait_drawn(page, root)
+    root.scroll_into_view_if_needed()
+    check(root)
+    times = move(page, root)
+    print(f"\nchapter 13 (built book), key press to picture: {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-len(times):])}")
+    assert not errors, errors
+    assert not outside, outside
