@@ -32,6 +32,8 @@ WEIGHTS = Path(__file__).resolve().parent / "weights" / "shakespeare.pt"
 # the log of the same model trained on plain Shakespeare only (no copying lesson, no
 # induction head): chapter 10 compares the two runs
 PLAIN_RUN_LOG = WEIGHTS.with_name("shakespeare_plain_log.json")
+# the log of a one-layer model given the same copying lesson (chapter 10's open experiment)
+ONE_LAYER_RUN_LOG = WEIGHTS.with_name("shakespeare_one_layer_log.json")
 
 # newline, space, 13 marks of punctuation, A-Z, a-z: 67 characters
 VOCAB = ("\n !\"'(),-.:;?[]" + "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

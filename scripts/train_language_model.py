@@ -215,6 +215,7 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--context", type=int, default=256)
     parser.add_argument("--d-model", type=int, default=128)
+    parser.add_argument("--num-layers", type=int, default=2)
     parser.add_argument("--positions", choices=("learned", "sinusoidal", "rotary"), default="learned")
     parser.add_argument("--repeat-fraction", type=float, default=0.0,
                         help="the share of training windows that are a copying lesson")
@@ -230,7 +231,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     config = {"context_length": args.context, "d_model": args.d_model, "d_ff": args.d_ff,
-              "positions": args.positions}
+              "positions": args.positions, "num_layers": args.num_layers}
     log_path = args.out.with_name(args.out.stem + "_log.json")
 
     def checkpoint(model, log):  # the run so far, so a long run can be inspected as it goes

@@ -166,7 +166,8 @@ def text_heads(passages=None, text=None):
     data = {"model": model_data(lm), "passages": passages, "names": list(passages), "own": OWN,
             "vocab": VOCAB, "allowed": ALLOWED, "glyphs": GLYPHS, "n": N_PREFIX}
     note = (f"<b>The model runs in this page</b> (no kernel): pick a passage or type your own "
-            f"text, up to {C} characters of {ALLOWED}. Every key recomputes every head: "
+            f"text, up to {C} characters of {ALLOWED} (curly quotes become straight ones). "
+            f"Every key recomputes every head: "
             f"{layers} layers of {heads} heads, d_model = {lm.config['d_model']}. Look for a "
             f"previous-token head (a line just below the diagonal) and, on text that repeats "
             f"itself, a head that looks at what followed the last {N_PREFIX} characters the "

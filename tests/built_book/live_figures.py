@@ -267,3 +267,22 @@ def oklab(rgb):
     return (0.2104542553 * lo + 0.7936177850 * mid - 0.0040720468 * sh,
             1.9779984951 * lo - 2.4285922050 * mid + 0.4505937099 * sh,
             0.0259040371 * lo + 0.7827717662 * mid - 0.8086757660 * sh)
+
+
+def offline(page, book_url):
+    """Let ``page`` load only from the book's own server: every other request is aborted and
+    listed in the returned list (assert it stays empty)."""
+    from urllib.parse import urlparse
+
+    outside = []
+
+    def route(r):
+        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
+                or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    return outside

@@ -8,7 +8,6 @@ page, with the key-press-to-picture times printed.
 """
 
 import math
-from urllib.parse import urlparse
 
 import pytest
 import torch
@@ -16,6 +15,7 @@ from live_figures import (
     DRAW_MS,
     axe_violations,
     drawn,
+    offline,
     press,
     readout,
     root_of,
@@ -173,17 +173,7 @@ def test_phone_touch(browser):
 
 
 def test_chapter_02_figures_live_in_the_built_book(page, book_url):
-    outside = []
-
-    def route(r):
-        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
-                or r.request.url.startswith("data:"):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
+    outside = offline(page, book_url)
     page.goto(f"{book_url}/chapters/02_scaled_dot_product.html", wait_until="load")
     dk, mask = root_of(page, "dk-softmax"), root_of(page, "mask-builder")
     for root in (dk, mask):

@@ -10,7 +10,6 @@ screen. On the built book: the same on chapter 08's page, offline.
 """
 
 import json
-from urllib.parse import urlparse
 
 import pytest
 from live_figures import (
@@ -18,6 +17,7 @@ from live_figures import (
     axe_violations,
     drawn,
     narrow,
+    offline,
     press,
     readout,
     root_of,
@@ -205,17 +205,7 @@ def test_phone_touch(browser):
 
 
 def test_chapter_08_figure_lives_in_the_built_book(page, book_url):
-    outside = []
-
-    def route(r):
-        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
-                or r.request.url.startswith("data:"):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
+    outside = offline(page, book_url)
     page.goto(f"{book_url}/chapters/08_trained_heads.html", wait_until="load")
     root = root_of(page, "trained-head-lines")
     wait_drawn(page, root)

@@ -9,7 +9,6 @@ mode; at 390 x 844 with touch a tap redraws and nothing is wider than the screen
 book: the same on chapter 09's page, offline.
 """
 
-from urllib.parse import urlparse
 
 import pytest
 import torch
@@ -19,6 +18,7 @@ from live_figures import (
     axe_violations,
     contrast,
     drawn,
+    offline,
     pixel,
     press,
     readout,
@@ -153,17 +153,7 @@ def test_phone_touch(browser):
 
 
 def test_chapter_09_figure_lives_in_the_built_book(page, book_url):
-    outside = []
-
-    def route(r):
-        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
-                or r.request.url.startswith("data:"):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
+    outside = offline(page, book_url)
     page.goto(f"{book_url}/chapters/09_which_heads_matter.html", wait_until="load")
     root = root_of(page, "head-switches")
     wait_drawn(page, root)

@@ -14,13 +14,13 @@ and on a 390 px phone, and in the book's dark mode.
 
 import json
 import statistics
-from urllib.parse import urlparse
 
 import pytest
 import torch
 from live_figures import (
     axe_violations,
     layout_problems,
+    offline,
     phone,
     press,
     readout,
@@ -175,6 +175,25 @@ def test_text_the_model_cannot_read_says_why(page, fig):
     assert not root.locator(".mha-error").text_content()
 
 
+def test_curly_quotes_are_read_as_straight_ones(page, fig):
+    """A phone types ’ for an apostrophe: the box and the model get ', the caret stays."""
+    root = show(page, fig)
+    box(root).focus()
+    page.keyboard.press("Control+a")
+    page.keyboard.type("Romeo’s “name”")
+    want = "Romeo's \"name\""
+    wait_text(page, root, want)
+    assert box(root).input_value() == want
+    check(root, want)
+    assert values(root)["error"] is None
+    page.keyboard.press("Control+Home")  # a quote at the start: the caret stays after it
+    page.keyboard.type("\u2018")
+    wait_text(page, root, "'" + want)
+    page.keyboard.type("x")
+    wait_text(page, root, "'x" + want)
+    assert not page.errors, page.errors
+
+
 def test_labels_lines_and_the_head_selects(page, fig):
     root = show(page, fig)
     said = root.locator('canvas[data-view="heads"]').get_attribute("aria-label")
@@ -218,22 +237,6 @@ def test_a_full_context_text_is_readable(browser, page, fig, size):
     finally:
         if context:
             context.close()
-
-
-def offline(page, book_url):
-    """Abort (and list) every request that leaves the book's own server."""
-    outside = []
-
-    def route(r):
-        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
-                or r.request.url.startswith("data:"):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
-    return outside
 
 
 @pytest.mark.parametrize("size", ["desktop", "phone", "dark"])

@@ -173,39 +173,9 @@ def test_dk_slider_redraws_in_jupyterlab(browser, lab):
 
     from mha.live import ch02
 
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    outside = []
-    page.route("**/*", lambda r: r.continue_() if urlparse(r.request.url).hostname in (
-        "127.0.0.1", "localhost") or r.request.url.startswith(("data:", "blob:"))
-        else (outside.append(r.request.url), r.abort()))
+    context, page, outside = local_page(browser)
     try:
-        page.goto(f"{lab}/lab/tree/{CHAPTER_02.name}?token={TOKEN}", wait_until="load",
-                  timeout=90_000)
-        page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
-        choose = page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True)
-        try:
-            choose.wait_for(timeout=15_000)
-            choose.click()
-        except Exception:  # noqa: BLE001 - no dialog: the kernel started by itself
-            pass
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                               timeout=90_000)
-        page.get_by_role("menuitem", name="Run", exact=True).click()
-        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-        root = page.locator('.mha-live[data-figure="dk-softmax"]').first
-        root.wait_for(timeout=240_000)
-        page.wait_for_function("el => Number(el.dataset.draws) >= 1", arg=root.element_handle(),
-                               timeout=30_000)
-        # let Run All finish (a cell that starts running takes the focus from the slider):
-        # the kernel idle at 12 samples over 3 s (Lab does not render the prompts of cells out
-        # of view, so "[*]" cannot be waited for)
-        idle = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
-        deadline, quiet = time.monotonic() + 240, 0
-        while quiet < 12 and time.monotonic() < deadline:
-            quiet = quiet + 1 if page.locator(idle).count() else 0
-            page.wait_for_timeout(250)
-        assert quiet >= 12, "the notebook did not finish running"
+        root = open_figure(page, lab, CHAPTER_02, "dk-softmax")
         box = root.locator('[data-knob="scaled"]')
         box.scroll_into_view_if_needed()
         # the figure starts at d_k = 1 (where the scale changes nothing): set d_k = 64 first,
@@ -244,6 +214,28 @@ def test_dk_slider_redraws_in_jupyterlab(browser, lab):
         context.close()
 
 
+def local_page(browser):
+    """A 1400 x 1000 page that may load only from localhost: (context, page, the list of the
+    other requests it tried, aborted)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    outside = []
+    page.route("**/*", lambda r: r.continue_() if urlparse(r.request.url).hostname in (
+        "127.0.0.1", "localhost") or r.request.url.startswith(("data:", "blob:"))
+        else (outside.append(r.request.url), r.abort()))
+    return context, page, outside
+
+
+def open_figure(page, lab, chapter, figure):
+    """``chapter`` opened and run in Lab; the root of its live figure ``figure``, drawn."""
+    open_and_run_all(page, lab, chapter)
+    root = page.locator(f'.mha-live[data-figure="{figure}"]').first
+    root.wait_for(timeout=60_000)
+    page.wait_for_function("el => Number(el.dataset.draws) >= 1", arg=root.element_handle(),
+                           timeout=30_000)
+    return root
+
+
 def open_and_run_all(page, lab, chapter):
     """Open ``chapter`` in Lab, start its kernel, Run All Cells and wait until the kernel has
     been idle for 3 s (Lab does not render the prompts of cells out of view)."""
@@ -275,18 +267,9 @@ def test_typing_into_the_shakespeare_figure_in_jupyterlab(browser, lab):
 
     from mha.live import text as T
 
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    outside = []
-    page.route("**/*", lambda r: r.continue_() if urlparse(r.request.url).hostname in (
-        "127.0.0.1", "localhost") or r.request.url.startswith(("data:", "blob:"))
-        else (outside.append(r.request.url), r.abort()))
+    context, page, outside = local_page(browser)
     try:
-        open_and_run_all(page, lab, CHAPTER_10)
-        root = page.locator('.mha-live[data-figure="text-heads"]').first
-        root.wait_for(timeout=60_000)
-        page.wait_for_function("el => Number(el.dataset.draws) >= 1", arg=root.element_handle(),
-                               timeout=30_000)
+        root = open_figure(page, lab, CHAPTER_10, "text-heads")
         box = root.locator('[data-knob="text"]')
         box.scroll_into_view_if_needed()
         box.click()

@@ -130,8 +130,12 @@ function mount(root) {
     Object.keys(st.disabled || {}).forEach(function (name) { ctl[name].input.disabled = st.disabled[name]; });
     Object.keys(st.set || {}).forEach(function (name) { // set a control to the value given
       var c = ctl[name], i = c.spec.values.indexOf(st.set[name]);
-      if (c.spec.kind === "text") c.input.value = String(st.set[name]);
-      else if (i >= 0) c.input.value = String(i);
+      if (c.spec.kind === "text") {
+        var box = c.input, from = box.selectionStart, to = box.selectionEnd, text = String(st.set[name]);
+        var keep = document.activeElement === box && text.length === box.value.length;
+        box.value = text;
+        if (keep) box.setSelectionRange(from, to); // the same length: the caret stays where it was
+      } else if (i >= 0) c.input.value = String(i);
     });
   }
 

@@ -52,8 +52,11 @@ COMPUTE["text-heads"] = function (v, data, changed, root) {
   else if (changed === "passage" && m.own !== null) set.text = m.own;
   if (set.text === v.text) delete set.text;
   if (changed === "text") {
-    var named = data.names.filter(function (n) { return data.passages[n] === v.text; })[0];
-    if (named === undefined) m.own = v.text;
+    // a phone's curly quotes become the straight ones the model reads (same length: the caret stays)
+    var typed = v.text.replace(/[\u2018\u2019]/g, "'").replace(/[\u201c\u201d]/g, '"');
+    if (typed !== v.text) set.text = typed;
+    var named = data.names.filter(function (n) { return data.passages[n] === typed; })[0];
+    if (named === undefined) m.own = typed;
     if ((named === undefined ? data.own : named) !== v.passage) set.passage = named === undefined ? data.own : named;
   }
   if (Object.keys(set).length) return { set: set };
