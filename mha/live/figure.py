@@ -54,7 +54,7 @@ CSS = """<style>
 .mha-live .mha-text{grid-column:1/-1;flex-wrap:wrap;align-items:flex-start}
 .mha-live .mha-control textarea{flex:1 1 16em;min-width:0;max-width:100%;box-sizing:border-box;
  font:14px/1.35 monospace;padding:.3em;color:inherit;background:transparent;resize:vertical}
-.mha-live :disabled{opacity:.5;cursor:not-allowed}
+.mha-live :disabled,.mha-live [aria-disabled="true"]{opacity:.5;cursor:not-allowed}
 .mha-live .mha-readout{margin:.3em 0;min-height:1.4em;font-weight:600}
 .mha-live canvas{display:block;max-width:100%;height:auto;margin:.3em 0}
 .mha-live [hidden]{display:none!important}

@@ -131,14 +131,23 @@ def test_online_softmax_draws_the_online_softmax(page):
         root.get_by_role("button", name="block: next step").click()
     v = check(root)
     assert v["block_size"] == 3 and v["block"] == 3 and v["done"]
-    # the last block: "next" goes no further, and the first block explains its rescale
+    # the last block: "next" goes no further, says so, and keeps the focus; the first block
+    # explains its rescale
+    nxt = root.get_by_role("button", name="block: next step")
+    prev = root.get_by_role("button", name="block: previous step")
+    assert nxt.get_attribute("aria-disabled") == "true"
+    assert prev.get_attribute("aria-disabled") == "false"
     before = root.get_attribute("data-draws")
-    root.get_by_role("button", name="block: next step").click()
+    nxt.click(force=True)  # a reader can still press it (Playwright waits for enabled ones)
     assert root.get_attribute("data-draws") == before and values(root)["block"] == 3
-    root.get_by_role("button", name="block: previous step").click()
+    assert page.evaluate("document.activeElement.getAttribute('aria-label')") == \
+        "block: next step"
+    prev.click()
     assert values(root)["block"] == 2
+    assert nxt.get_attribute("aria-disabled") == "false"
     width = root.locator(".mha-table").bounding_box()["width"]
     press(page, root, "block", "Home")
+    assert prev.get_attribute("aria-disabled") == "true"  # the first block
     table = root.locator(".mha-table").inner_text()
     assert "\u2014" in table and "m_old = \u2212\u221e" in readout(root), table
     # the table keeps its width from the first block to the next (it once jumped)

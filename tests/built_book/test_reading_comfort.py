@@ -262,6 +262,20 @@ def test_figures_are_not_shrunk(opened, path):
 
 @pytest.mark.browser
 @pytest.mark.parametrize("path", PAGE_PARAMS, scope="module")
+def test_formulas_are_not_tab_stops(opened, path):
+    """A keyboard reader tabs from control to control: MathJax's formulas stay out of the Tab
+    order (mathjax3_config in _config.yml; its menu can put them back)."""
+    page = opened
+    page.wait_for_function("() => !window.MathJax || !MathJax.startup || "
+                           "MathJax.startup.promise !== undefined", timeout=10_000)
+    page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+    stops = page.evaluate("() => [...document.querySelectorAll('mjx-container')]"
+                          ".filter(m => m.tabIndex >= 0).length")
+    assert stops == 0, f"{path}: {stops} formulas are Tab stops"
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("path", PAGE_PARAMS, scope="module")
 def test_images_have_real_alt_text(opened, path):
     page = opened
     images = page.evaluate(IMAGES_JS, ARTICLE)

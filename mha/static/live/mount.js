@@ -24,9 +24,10 @@ function buildControl(c, uid, onChange) {
   }
   input.dataset.knob = c.name;
   if (c.disabled) input.disabled = true;
+  var prev = null, next = null;
   if (c.kind === "step") {
-    var prev = el("button", { type: "button", "aria-label": c.label + ": previous step" }, "\u25c0");
-    var next = el("button", { type: "button", "aria-label": c.label + ": next step" }, "\u25b6");
+    prev = el("button", { type: "button", "aria-label": c.label + ": previous step" }, "\u25c0");
+    next = el("button", { type: "button", "aria-label": c.label + ": next step" }, "\u25b6");
     [[prev, -1], [next, 1]].forEach(function (p) {
       p[0].addEventListener("click", function () {
         var v = Math.max(0, Math.min(Number(input.max), Number(input.value) + p[1]));
@@ -43,7 +44,7 @@ function buildControl(c, uid, onChange) {
   input.addEventListener(c.kind === "select" || c.kind === "toggle" ? "change" : "input",
     function () { onChange(c.name); });
   if (c.kind === "range" || c.kind === "step") input.addEventListener("change", function () { onChange(c.name); });
-  return { spec: c, input: input, out: out };
+  return { spec: c, input: input, out: out, prev: prev, next: next };
 }
 
 // A text that changes as the reader moves controls (a readout) keeps the tallest height it has
@@ -176,6 +177,10 @@ function mount(root) {
       // a control the picture does not use (a trained layer's own sizes) shows no stale value
       var shown = unused ? "\u2014" : labelOf(c, i);
       if (k.out) k.out.textContent = shown;
+      if (k.prev) { // a step's buttons at the ends say they go no further (aria-disabled keeps the focus)
+        k.prev.setAttribute("aria-disabled", String(k.input.disabled || i <= 0));
+        k.next.setAttribute("aria-disabled", String(k.input.disabled || i >= Number(k.input.max)));
+      }
       if (c.kind === "range" || c.kind === "step") {
         k.input.setAttribute("aria-valuetext", unused ? UNUSED_SAID : shown);
       } else {
