@@ -8,11 +8,19 @@ the lines view in light or dark mode. On the built book: the same on chapter 07'
 """
 
 import json
-from urllib.parse import urlparse
 
 import pytest
 import torch
-from live_figures import axe_violations, narrow, press, root_of, show, values, wait_drawn
+from live_figures import (
+    axe_violations,
+    narrow,
+    offline,
+    press,
+    root_of,
+    show,
+    values,
+    wait_drawn,
+)
 
 from mha import explore
 from mha.live import explorer as live_explorer
@@ -91,17 +99,7 @@ def test_the_lines_view_passes_axe(page, figure, dark):
 
 
 def test_chapter_07_lines_view_in_the_built_book(page, book_url):
-    origin = urlparse(book_url).netloc
-    outside = []
-
-    def route(r):
-        if urlparse(r.request.url).netloc == origin or r.request.url.startswith("data:"):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
+    outside = offline(page, book_url)
     page.goto(f"{book_url}/chapters/07_attention_explorer.html", wait_until="load")
     root = root_of(page, "explorer")
     wait_drawn(page, root)

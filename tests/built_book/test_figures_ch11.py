@@ -11,7 +11,6 @@ is wider than the screen. On the built book: the same on chapter 11's page.
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlparse
 
 import pytest
 import torch
@@ -20,6 +19,7 @@ from live_figures import (
     axe_violations,
     drawn,
     label,
+    offline,
     press,
     readout,
     root_of,
@@ -185,18 +185,9 @@ def test_phone_touch(browser, full_weights):
 
 
 def test_chapter_11_figures_live_in_the_built_book(page, book_url, full_weights):
-    errors, outside = [], []
+    errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-
-    def route(r):  # nothing may come from outside the book
-        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
-                or r.request.url.startswith("data:"):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
+    outside = offline(page, book_url)  # nothing may come from outside the book
     page.goto(f"{book_url}/chapters/11_kv_cache.html", wait_until="load")
     decode, size = root_of(page, "decode-steps"), root_of(page, "kv-cache-size")
     for root in (decode, size):

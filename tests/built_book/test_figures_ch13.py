@@ -10,7 +10,6 @@ nothing is wider than the screen. On the built book: the same on chapter 13's pa
 
 import json
 import math
-from urllib.parse import urlparse
 
 import pytest
 import torch.nn.functional as F
@@ -19,6 +18,7 @@ from live_figures import (
     axe_violations,
     drawn,
     label,
+    offline,
     press,
     readout,
     root_of,
@@ -187,18 +187,9 @@ def test_phone_touch(browser):
 
 
 def test_chapter_13_figure_lives_in_the_built_book(page, book_url):
-    errors, outside = [], []
+    errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-
-    def route(r):  # nothing may come from outside the book
-        if urlparse(r.request.url).netloc == urlparse(book_url).netloc \
-                or r.request.url.startswith("data:"):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
+    outside = offline(page, book_url)  # nothing may come from outside the book
     page.goto(f"{book_url}/chapters/13_fast_attention.html", wait_until="load")
     root = root_of(page, "online-softmax")
     wait_drawn(page, root)
