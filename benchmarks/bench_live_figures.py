@@ -46,6 +46,8 @@ def figures():
         "ch11 kv_cache_size": live.kv_cache_size(),
         "ch12 rope_rotation": live.rope_rotation(),
         "ch13 online_softmax": live.online_softmax(),
+        "ch14 kv_bytes": live.kv_bytes(),
+        "ch14 window_sink": live.window_sink(),
     }
 
 

@@ -20,6 +20,17 @@ combination of knobs. The explorer's controls are ``mha.widgets`` (Jupyter) and 
   dividing the queries by T before the attention function is called.
 * Masks (bool, True = may attend): ``"none"``; ``"causal"`` (query i sees keys 0..i);
   ``"padding"`` (no query may look at a ``<pad>`` key, d2l's ``valid_lens``).
+* ``window`` (None = off, or w >= 1; ``WINDOWS`` are the controls' choices): a causal sliding
+  window, query i sees keys j with i - w < j <= i (``mha.modern.window_mask``; Mistral, the
+  local layers of Gemma 3 and gpt-oss), and-ed with the mask: a window implies causal, also on a
+  trained layer that had no mask; a cross-attention source has no window (a message).
+* ``sink`` (None = off, or a logit s; ``SINKS``): gpt-oss's learned sink, one logit s for every
+  head (``mha.modern.sink_attention``): each row's softmax runs over its scores and s, and s's
+  share is dropped, so a row sums to less than 1. s is compared with the scores as the softmax
+  sees them, after the 1/sqrt(d_head) and the temperature: softmax([q.k / (T sqrt(d_head)) | s]),
+  T does not divide s (the package's ``sink_attention(q / T, ...)``; the page does the same).
+  A row with no allowed key puts everything on the sink (weights all 0). Not with a reader's
+  ``attention_fn``, whose signature has no sink (a message).
 * Your own attention function: ``attention_fn(query, key, value, mask) -> (output, weights)``
   with the semantics of ``mha.scaled_dot_product_attention``: query, key and value
   (1, H, L, Dh) (with GQA the key/value heads are already repeated to H), mask None or bool
@@ -40,8 +51,9 @@ from ._threads import one_thread
 from .counts import count_flops, count_parameters
 from .sources import TRAINED_SOURCES, passages_said
 
-__all__ = ["DEFAULTS", "EXAMPLE_SENTENCES", "MASK_KINDS", "SOURCES", "ExplorerResult",
-           "build_layer", "embed_tokens", "explore_once", "tokenize", "validate"]
+__all__ = ["DEFAULTS", "EXAMPLE_SENTENCES", "MASK_KINDS", "SINKS", "SOURCES", "WINDOWS",
+           "ExplorerResult", "build_layer", "embed_tokens", "explore_once", "knob_labels",
+           "knob_options", "sink_said", "tokenize", "validate"]
 
 #: the example sentences (short name -> text); the first two are the two senses of "bank"
 EXAMPLE_SENTENCES = {
@@ -52,12 +64,15 @@ EXAMPLE_SENTENCES = {
     "counting": "one two three four five six seven eight nine ten eleven twelve",
 }
 MASK_KINDS = ("none", "causal", "padding")
+#: the window and sink controls' choices (None = off): positions a query sees; sink logits
+WINDOWS = (None, 2, 4, 8)
+SINKS = (None, -2.0, 0.0, 2.0, 4.0)
 PAD = "<pad>"
 
 #: the explorer's starting knobs (8 heads over 12 tokens: the setting the latency is measured on)
 DEFAULTS = {"source": "random layer", "d_model": 64, "num_heads": 8, "num_kv_heads": 8,
-            "seq_len": 12, "temperature": 1.0, "mask_kind": "none", "seed": 0,
-            "sentence": "bank by the river"}
+            "seq_len": 12, "temperature": 1.0, "mask_kind": "none", "window": None,
+            "sink": None, "seed": 0, "sentence": "bank by the river"}
 #: the heads the explorer can show: the random layer, or a trained layer (``mha.sources``)
 SOURCES = ("random layer", *TRAINED_SOURCES)
 MAX_HEADS = 16
@@ -98,7 +113,8 @@ class ExplorerResult:
                     f"{c['num_heads']} heads, d_head = {c['d_model'] // c['num_heads']}, its own "
                     f"inputs and mask. {seed} and <b>temperature</b> "
                     f"divides its scores (1 = as trained; choosing a trained source from the random "
-                    f"layer resets it to 1); the other knobs are the model's.</div>")
+                    f"layer resets it to 1); <b>window</b> and <b>sink</b> apply too; the other "
+                    f"knobs are the model's.</div>")
         d_head = c["d_model"] // c["num_heads"]
         rows = [("d_head = d_model / num_heads", d_head),
                 ("query heads per key/value head", c["num_heads"] // c["num_kv_heads"])]
@@ -160,7 +176,54 @@ def _divisors(n):
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
-def validate(d_model, num_heads, num_kv_heads, seq_len, temperature, mask_kind, seed, sentence):
+def _check_window(window):
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int)
+                               or window < 1):
+        return (f"window must be None (off) or a whole number >= 1 (the positions a query sees, "
+                f"itself included); got {window!r}.")
+    return None
+
+
+def _check_sink(sink):
+    if sink is not None and (isinstance(sink, bool) or not isinstance(sink, (int, float))
+                             or not math.isfinite(sink)):
+        return f"sink must be None (off) or a finite number (a logit); got {sink!r}."
+    return None
+
+
+def knob_options(name, value=None):
+    """The choices of the ``"window"`` or ``"sink"`` control (``WINDOWS``, ``SINKS``), with
+    ``value`` among them; a ValueError naming the knob for a value it cannot take."""
+    if name not in ("window", "sink"):
+        raise ValueError(f"name must be 'window' or 'sink'; got {name!r}")
+    message = _check_window(value) if name == "window" else _check_sink(value)
+    if message:
+        raise ValueError(message)
+    values = WINDOWS if name == "window" else SINKS
+    if value in values:
+        return list(values)
+    value = value if name == "window" else float(value)
+    return [None, *sorted({*values[1:], value})]
+
+
+def knob_labels(name, values):
+    """What the controls show: "off", "4 positions"; "off", "s = -2"."""
+    return ["off" if v is None else f"{v} positions" if name == "window" else f"s = {v:g}"
+            for v in values]
+
+
+def sink_said(config, weights):
+    """The captions' words for the sink (page and Python alike): its logit and the share of
+    the weight it took, 1 - a row's sum on average over every head and query; "" when off."""
+    if config.get("sink") is None or weights is None:
+        return ""
+    kept = float(weights.sum(-1).mean())
+    return (f", sink s = {config['sink']:g}: rows sum to {kept:.2f} on average "
+            f"({1 - kept:.2f} to the sink)")
+
+
+def validate(d_model, num_heads, num_kv_heads, seq_len, temperature, mask_kind, seed, sentence,
+             window=None, sink=None):
     """None if the knobs make a layer, else a friendly sentence saying what to change."""
     for name, value in (("d_model", d_model), ("num_heads", num_heads),
                         ("num_kv_heads", num_kv_heads), ("seq_len", seq_len)):
@@ -172,6 +235,9 @@ def validate(d_model, num_heads, num_kv_heads, seq_len, temperature, mask_kind, 
         return f"temperature must be a positive number; got {temperature!r}."
     if mask_kind not in MASK_KINDS:
         return f"mask_kind must be one of {', '.join(MASK_KINDS)}; got {mask_kind!r}."
+    message = _check_window(window) or _check_sink(sink)
+    if message:
+        return message
     if not isinstance(sentence, str) or not tokenize(sentence):
         return f"sentence must be one of the examples or a non-empty text; got {sentence!r}."
     if d_model % num_heads:
@@ -202,15 +268,32 @@ def build_layer(d_model, num_heads, num_kv_heads, seed):
     return layer.eval()
 
 
-def _mask(mask_kind, seq_len, valid_len):
-    """None or bool (1, 1, L, L), True = may attend."""
+def _mask(mask_kind, seq_len, valid_len, window=None):
+    """None or bool (1, 1, L, L), True = may attend; a ``window`` is and-ed with the mask."""
+    from .modern import window_mask
+
     if mask_kind == "none":
-        return None
-    if mask_kind == "causal":
+        allowed = None
+    elif mask_kind == "causal":
         allowed = torch.ones(seq_len, seq_len, dtype=torch.bool).tril()  # key j <= query i
     else:
         allowed = (torch.arange(seq_len) < valid_len).expand(seq_len, seq_len)  # key j valid
-    return allowed.reshape(1, 1, seq_len, seq_len)  # (L, L) -> (1, 1, L, L)
+    if window is not None:
+        band = window_mask(seq_len, seq_len, window)  # (L, L): i - w < j <= i
+        allowed = band if allowed is None else allowed & band
+    return None if allowed is None else allowed.reshape(1, 1, seq_len, seq_len)  # (1, 1, L, L)
+
+
+def _sink_attention(sink):
+    """An attention function with the sink logit ``sink`` in every head (the module docstring):
+    ``mha.modern.sink_attention`` on the (already tempered) queries, scale 1/sqrt(d_head)."""
+    from .modern import sink_attention
+
+    def attend(query, key, value, mask):
+        sinks = query.new_full((query.size(1),), float(sink))  # (H,): one logit for every head
+        return sink_attention(query, key, value, sinks, mask, scale=query.size(-1) ** -0.5)
+
+    return attend
 
 
 def _explorer_attend(layer, x, mask, temperature, attention_fn):
@@ -242,7 +325,7 @@ def _check_returned(out, weights, H, L, Dh):
 
 def explore_once(d_model=64, num_heads=8, num_kv_heads=None, seq_len=12, temperature=1.0,
                  mask_kind="none", seed=0, sentence="bank by the river", attention_fn=None,
-                 source="random layer"):
+                 source="random layer", window=None, sink=None):
     """Recompute the explorer for one setting of the knobs; never raises for bad knobs.
 
     Returns an ``ExplorerResult`` with ``weights`` (H, L, L), ``tokens`` (L labels), ``output``
@@ -255,11 +338,18 @@ def explore_once(d_model=64, num_heads=8, num_kv_heads=None, seq_len=12, tempera
     (H, Lq, Lk) are that layer's on sample ``seed`` of its task, with its scores divided by
     ``temperature``; d_model, num_heads, num_kv_heads, seq_len, mask_kind and sentence are the
     model's own and the given ones are ignored (``config`` records the model's).
+
+    ``window`` (None = off, or w >= 1: query i sees keys i - w < j <= i, and-ed with the mask,
+    so causal) and ``sink`` (None = off, or a logit s joining every row's softmax and then
+    dropped: softmax([q.k / (T sqrt(d_head)) | s]), rows sum to less than 1) are the knobs of
+    today's models (module docstring; ``mha.modern``); they apply to trained sources too, but a
+    cross-attention source takes no window and a reader's ``attention_fn`` no sink.
     """
     num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
     config = {"source": source, "d_model": d_model, "num_heads": num_heads,
               "num_kv_heads": num_kv_heads, "seq_len": seq_len, "temperature": temperature,
-              "mask_kind": mask_kind, "seed": seed, "sentence": sentence}
+              "mask_kind": mask_kind, "window": window, "sink": sink, "seed": seed,
+              "sentence": sentence}
     if source not in SOURCES:
         return ExplorerResult(config, message=(
             f"source must be one of {', '.join(SOURCES)}; got {source!r}."))
@@ -268,6 +358,11 @@ def explore_once(d_model=64, num_heads=8, num_kv_heads=None, seq_len=12, tempera
     message = validate(**{k: v for k, v in config.items() if k != "source"})
     if message:
         return ExplorerResult(config, message=message)
+    if attention_fn is not None and sink is not None:
+        return ExplorerResult(config, message=(
+            "sink needs the package's sink attention (mha.modern.sink_attention), and an "
+            "attention_fn(query, key, value, mask) takes no sink logit: set sink to None (off) "
+            "or drop attention_fn."))
     if attention_fn is not None:  # named in the title: e.g. "attention_fn = hard_attention"
         config["attention_fn"] = getattr(attention_fn, "__name__", type(attention_fn).__name__)
     with one_thread():
@@ -276,18 +371,32 @@ def explore_once(d_model=64, num_heads=8, num_kv_heads=None, seq_len=12, tempera
 
 def _explore_trained(config):
     """A trained layer on its own input sample ``seed`` (see ``mha.sources``)."""
-    from .sources import head_table, trained_view, trained_weights
+    from .functional import scaled_dot_product_attention, split_heads
+    from .sources import head_table, trained_view
 
     seed, temperature = config["seed"], config["temperature"]
+    window, sink, source = config["window"], config["sink"], config["source"]
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         return ExplorerResult(config, message=f"seed must be a whole number >= 0; got {seed!r}.")
     if not isinstance(temperature, (int, float)) or not temperature > 0 or math.isinf(temperature):
         return ExplorerResult(config, message=(
             f"temperature must be a positive number; got {temperature!r}."))
-    source = config["source"]
+    message = _check_window(window) or _check_sink(sink)
+    if message:
+        return ExplorerResult(config, message=message)
+    if window is not None and TRAINED_SOURCES[source][2] == "cross":
+        return ExplorerResult(config, message=(
+            f"{source} is cross-attention (target words over source words): a query has no "
+            f"position among the keys, so there is no window of its last positions. Set window "
+            f"to None (off), or pick a self-attention source."))
     view = trained_view(source, seed)
-    with one_thread():
-        weights = trained_weights(source, seed, float(temperature))  # (H, Lq, Lk)
+    q = split_heads(view.q[None], view.num_heads)  # (1, Lq, H*Dh) -> (1, H, Lq, Dh)
+    k = split_heads(view.k[None], view.num_heads)  # (1, Lk, H*Dh) -> (1, H, Lk, Dh)
+    Lq = q.size(-2)  # a self-attention layer's mask is (Lq, Lq); a cross one has none
+    mask = _mask("causal" if view.causal else "none", Lq, Lq, window)
+    attend = scaled_dot_product_attention if sink is None else _sink_attention(sink)
+    with one_thread(), torch.no_grad():
+        weights = attend(q / float(temperature), k, k, mask)[1][0]  # (1, H, Lq, Lk) -> (H, ...)
     table = head_table(source)
     config = {**config, "d_model": view.num_heads * view.d_head, "num_heads": view.num_heads,
               "num_kv_heads": view.num_heads, "seq_len": len(view.tokens_q),
@@ -306,8 +415,10 @@ def _explore(config, attention_fn):
     tokens, valid_len = _fit(tokenize(config["sentence"]), seq_len)
     layer = build_layer(d_model, num_heads, num_kv_heads, config["seed"])
     x = embed_tokens(tokens, d_model)  # (1, L, D)
-    mask = _mask(config["mask_kind"], seq_len, valid_len)
+    mask = _mask(config["mask_kind"], seq_len, valid_len, config["window"])
     temperature = float(config["temperature"])
+    if config["sink"] is not None:  # validated: no attention_fn with a sink
+        attention_fn = _sink_attention(config["sink"])
     with torch.no_grad():
         try:
             out, weights = _explorer_attend(layer, x, mask, temperature, attention_fn)

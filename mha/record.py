@@ -8,6 +8,7 @@ import contextlib
 from torch import nn
 
 from . import _checks
+from .latent import LatentAttention
 from .layer import MultiHeadAttention
 
 __all__ = ["record_attention"]
@@ -15,8 +16,10 @@ __all__ = ["record_attention"]
 
 @contextlib.contextmanager
 def record_attention(model):
-    """Capture the weights (B, H, Lq, Lk) of every ``MultiHeadAttention`` (and subclass, e.g.
-    ``RelativeMultiHeadAttention``) inside ``model`` during the forward passes in the block::
+    """Capture the weights (B, H, Lq, Lk) of every attention layer inside ``model`` during the
+    forward passes in the block: every ``MultiHeadAttention`` (and subclass, e.g.
+    ``RelativeMultiHeadAttention``) and every ``LatentAttention`` (the same ``need_weights``
+    keyword; ``absorb=True`` or not, the weights are the same)::
 
         with mha.record_attention(model) as weights:
             model(x)
@@ -29,8 +32,8 @@ def record_attention(model):
     for ``need_weights=False``, and still return what the caller asked for (weights or None);
     the hooks are removed on exit, also when the block raises.
 
-    A ``model`` that holds no ``MultiHeadAttention`` is an error (``ValueError``), not an empty
-    dict: ``torch.nn.MultiheadAttention`` layers are not recorded (convert them with
+    A ``model`` that holds no such layer is an error (``ValueError``), not an empty dict:
+    ``torch.nn.MultiheadAttention`` layers are not recorded (convert them with
     ``MultiHeadAttention.from_torch``).
     """
     layers = _attention_layers(model)
@@ -64,19 +67,24 @@ def record_attention(model):
         recorded.update({k: v[0] if len(v) == 1 else v for k, v in calls.items()})
 
 
+#: the layers recorded: their forward takes ``need_weights`` and returns (output, weights)
+_RECORDED = (MultiHeadAttention, LatentAttention)
+
+
 def _attention_layers(model):
-    """[(name, layer)] for every ``MultiHeadAttention`` in ``model``; an error if there is none."""
+    """[(name, layer)] for every ``_RECORDED`` layer in ``model``; an error if there is none."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module; got {type(model).__name__}")
     layers = [(name or type(m).__name__, m) for name, m in model.named_modules()
-              if isinstance(m, MultiHeadAttention)]
+              if isinstance(m, _RECORDED)]
     if not layers:
         torch_layers = [n or type(m).__name__ for n, m in model.named_modules()
                         if isinstance(m, nn.MultiheadAttention)]
         hint = (f"; it has torch.nn.MultiheadAttention layers ({', '.join(torch_layers[:3])}): "
                 f"convert them with mha.MultiHeadAttention.from_torch" if torch_layers else "")
         raise ValueError(
-            f"model ({type(model).__name__}) contains no mha.MultiHeadAttention layer, so "
-            f"record_attention would record nothing{hint}"
+            f"model ({type(model).__name__}) contains no attention layer "
+            f"(mha.MultiHeadAttention or mha.LatentAttention), so record_attention would record "
+            f"nothing{hint}"
         )
     return layers

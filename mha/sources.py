@@ -36,7 +36,7 @@ import torch
 from .language_model import GLYPHS
 
 __all__ = ["GLYPHS", "TEXT_PATTERNS", "TRAINED_SOURCES", "TrainedView", "head_table",
-           "passages_said", "text_labels", "trained_view", "trained_views", "trained_weights"]
+           "passages_said", "text_labels", "trained_view", "trained_views"]
 
 
 def _text_layers():
@@ -257,20 +257,6 @@ def trained_view(source, seed):
     """The layer ``source`` on sample ``seed`` of its task (``task.sample(1, seed=seed)``; for
     the Shakespeare model, passage ``seed % len(PASSAGES)``): a ``TrainedView``."""
     return trained_views(source, (seed,))[0]
-
-
-def trained_weights(source, seed, temperature=1.0):
-    """(H, Lq, Lk) weights of ``source`` on sample ``seed``, scores divided by ``temperature``."""
-    from .functional import scaled_dot_product_attention, split_heads
-    from .masks import causal_mask
-
-    view = trained_view(source, seed)
-    q = split_heads(view.q[None], view.num_heads)  # (1, Lq, H*Dh) -> (1, H, Lq, Dh)
-    k = split_heads(view.k[None], view.num_heads)  # (1, Lk, H*Dh) -> (1, H, Lk, Dh)
-    mask = causal_mask(q.size(-2)) if view.causal else None  # (Lq, Lk), True = may attend
-    with torch.no_grad():
-        _, weights = scaled_dot_product_attention(q / temperature, k, k, mask)  # (1, H, Lq, Lk)
-    return weights[0]
 
 
 @functools.lru_cache(maxsize=None)

@@ -7,8 +7,10 @@ Displayed, an ``Explorer`` is that widget in Jupyter (and Colab), and in the bui
 figure ``mha.live.explorer.explorer_figure``, which recomputes in the page with no kernel.
 
 Coupled knobs stay valid in the UI: num_heads offers only the divisors of d_model (up to 16),
-num_kv_heads only the divisors of num_heads. ``explore_once`` still explains an impossible
-combination given to it directly.
+num_kv_heads only the divisors of num_heads, and window is greyed out (off) for a
+cross-attention source. ``explore_once`` still explains an impossible combination given to it
+directly. ``window`` and ``sink`` (None = off; ``WINDOWS``, ``SINKS``) are the sliding window
+and the sink logit of ``mha.explore``'s module docstring.
 
 The computation's names (``explore_once``, ``build_layer``, ``embed_tokens``, the counts, ...) are
 importable from here too, as chapter 07 uses them: ``from mha import widgets``.
@@ -20,22 +22,27 @@ from .explore import (
     EXAMPLE_SENTENCES,
     MASK_KINDS,
     MAX_HEADS,
+    SINKS,
     SOURCES,
+    WINDOWS,
     ExplorerResult,
     _divisors,
     build_layer,
     embed_tokens,
     explore_once,
+    knob_labels,
+    knob_options,
     tokenize,
     validate,
 )
 from .live import explorer as live_explorer
 from .live.ch01 import temperature_bars
 from .live.explorer import payload, render
+from .sources import TRAINED_SOURCES
 
-__all__ = ["DEFAULTS", "EXAMPLE_SENTENCES", "MASK_KINDS", "SOURCES", "Explorer",
-           "ExplorerResult", "build_layer", "count_flops", "count_parameters", "embed_tokens",
-           "explore_once", "explorer", "measure_latency", "payload", "render",
+__all__ = ["DEFAULTS", "EXAMPLE_SENTENCES", "MASK_KINDS", "SINKS", "SOURCES", "WINDOWS",
+           "Explorer", "ExplorerResult", "build_layer", "count_flops", "count_parameters",
+           "embed_tokens", "explore_once", "explorer", "measure_latency", "payload", "render",
            "temperature_bars", "tokenize", "validate"]
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -85,6 +92,7 @@ class Explorer:
         v["num_heads"] = _nearest(heads, v["num_heads"])
         v["num_kv_heads"] = _nearest(_divisors(v["num_heads"]), v["num_kv_heads"])
         temps = live_explorer.temperature_grid(value=v["temperature"])  # checks it too
+        window, sink = (knob_options(n, v[n]) for n in ("window", "sink"))  # these too
         cont = {"continuous_update": False, "style": {"description_width": "7.5em"},
                 "layout": w.Layout(width="20em")}  # wide enough for the label, bar and readout
         self.controls = {
@@ -105,6 +113,13 @@ class Explorer:
             "mask_kind": w.Dropdown(options=MASK_KINDS, value=v["mask_kind"],
                                     description="mask", style=cont["style"],
                                     layout=cont["layout"]),
+            # the knobs of today's models (chapter 14), off by default
+            "window": w.Dropdown(options=list(zip(knob_labels("window", window), window)),
+                                 value=v["window"], description="window", style=cont["style"],
+                                 layout=cont["layout"]),
+            "sink": w.Dropdown(options=list(zip(knob_labels("sink", sink), sink)),
+                               value=v["sink"], description="sink", style=cont["style"],
+                               layout=cont["layout"]),
             "seed": w.IntSlider(v["seed"], min=0, max=20, description="seed", **cont),
             "sentence": w.Dropdown(options=list(EXAMPLE_SENTENCES), value=v["sentence"],
                                    description="sentence", style=cont["style"],
@@ -122,15 +137,19 @@ class Explorer:
             "<div style='font-size:0.85em;color:#444;max-width:44em'>The knobs keep each other "
             "valid: <b>num_heads</b> offers only the divisors of d_model (up to 16) and "
             "<b>num_kv_heads</b> only the divisors of num_heads. With a trained <b>source</b> "
-            "only temperature and seed (the input sample; for the Shakespeare model, the "
-            "passage) apply. <b>view</b> shows every head's heatmap or one head as lines (pick "
+            "only temperature, window, sink and seed (the input sample; for the Shakespeare "
+            "model, the passage) apply. <b>window</b>: each query sees only its last "
+            "w positions, itself included (causal, also on a trained layer that had no mask; a "
+            "cross-attention source has none). <b>sink</b>: a logit s joins every row's softmax "
+            "and is dropped, so rows sum to less than 1 (the title says how much went to the "
+            "sink). <b>view</b> shows every head's heatmap or one head as lines (pick "
             "the head; focus, hover or tap a token to see only its lines).</div>")
         self.result, self.redraws, self._syncing = None, 0, False
         for control in self.controls.values():
             control.observe(self._changed, names="value")
         names = list(self.controls)
-        top = w.HBox([w.VBox([self.controls[n] for n in names[:5]]),
-                      w.VBox([self.controls[n] for n in names[5:]])])
+        top = w.HBox([w.VBox([self.controls[n] for n in names[:6]]),
+                      w.VBox([self.controls[n] for n in names[6:]])])
         self.widget = w.VBox([top, self.note, self.counts, self.view])
         self._enable()
         self.update()
@@ -140,13 +159,17 @@ class Explorer:
         return [h for h in _divisors(d_model) if h <= MAX_HEADS]
 
     def config(self):
-        """The layer's knobs (every control but ``view``)."""
-        return {name: c.value for name, c in self.controls.items() if name != "view"}
+        """The layer's knobs (every control but ``view``; a greyed-out window is off)."""
+        return {name: None if name == "window" and c.disabled else c.value
+                for name, c in self.controls.items() if name != "view"}
 
     def _enable(self):
-        trained = self.controls["source"].value != "random layer"
+        source = self.controls["source"].value
+        trained = source != "random layer"
         for name in ("d_model", "num_heads", "num_kv_heads", "seq_len", "mask_kind", "sentence"):
             self.controls[name].disabled = trained
+        # cross-attention: a query has no position among the keys, so no window
+        self.controls["window"].disabled = trained and TRAINED_SOURCES[source][2] == "cross"
 
     def _sync(self, name, old):
         """Keep the coupled knobs valid after ``name`` changed from ``old`` (no redraw while
@@ -220,6 +243,10 @@ def explorer(attention_fn=None, **initial):
 
     ``attention_fn(query, key, value, mask) -> (output, weights)``, if given, replaces
     ``mha.scaled_dot_product_attention`` (see the module docstring for shapes).
+    ``window`` (None = off, or w >= 1 positions: a causal sliding window) and ``sink`` (None =
+    off, or a logit s that joins every row's softmax and is dropped) start off; ``WINDOWS`` and
+    ``SINKS`` are their choices, a value of your own joins them, and one they cannot take is a
+    ``ValueError`` naming the knob (``explore_once`` for their exact arithmetic).
     """
     return Explorer(attention_fn=attention_fn, **initial)
 
@@ -238,6 +265,7 @@ def measure_latency(repeats=20, *, change="seed"):
 
     values = {"seed": list(range(1, 20)) + [0], "temperature": [0.5, 1.0],
               "mask_kind": ["causal", "padding", "none"], "d_model": [32, 64],
+              "window": [4, None], "sink": [2.0, None],
               "num_heads": [4, 8], "num_kv_heads": [2, 8], "seq_len": [8, 12],
               "sentence": ["animal and street", "counting"],
               "source": ["letters model: layer 1", "random layer"]}

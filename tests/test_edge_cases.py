@@ -145,7 +145,7 @@ def test_a_3d_mask_is_rejected_in_the_layer_with_both_4d_spellings():
 
 def test_record_attention_refuses_a_model_without_mha_layers():
     """Decision: an error, not an empty dict (and a hint for torch's own layer)."""
-    with pytest.raises(ValueError, match="contains no mha.MultiHeadAttention layer"):
+    with pytest.raises(ValueError, match="contains no attention layer"):
         with mha.record_attention(nn.Sequential(nn.Linear(2, 2))):
             pass
     with pytest.raises(ValueError, match="from_torch"):

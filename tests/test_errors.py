@@ -170,7 +170,8 @@ CASES = {
     "num_keys float": (lambda: mha.valid_lens_to_mask(torch.tensor([1, 2]), 3, 2.5), TypeError,
                        "num_keys must be an int; got 2.5 (float)"),
     "record no layer": (lambda: mha.record_attention(nn.Linear(2, 2)).__enter__(), ValueError,
-                        "model (Linear) contains no mha.MultiHeadAttention layer"),
+                        "model (Linear) contains no attention layer (mha.MultiHeadAttention "
+                        "or mha.LatentAttention)"),
     "3-D mask": (lambda: mha.MultiHeadAttention(32, 2)(x, mask=torch.ones(2, 5, 5).bool()),
                  ValueError, "mask of shape (2, 5, 5) is 3-D, which is ambiguous in a layer: "
                  "write mask[:, None] for (B, 1, Lq, Lk) (one mask per sequence, shared by the "

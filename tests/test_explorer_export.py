@@ -3,11 +3,15 @@
 Round trip: the data the page receives, put through the page's arithmetic (reimplemented here in
 numpy, line for line as in mha/static/live/compute.js's explorer compute: split into heads, mask, scores / (sqrt(Dh) T),
 softmax), equals ``explore_once`` for the same knobs. The same page code runs in Chromium in
-tests/built_book/test_explorer_page.py.
+tests/built_book/test_explorer_page.py, and compute.js itself runs here in Node.js on the
+window and sink settings.
 """
 
 import base64
 import json
+import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -16,14 +20,16 @@ import torch
 import mha
 from mha import sources, widgets
 from mha.live import explorer as webview
+from mha.live import figure as F
 
 
 def decode(b64):
     return np.frombuffer(base64.b64decode(b64), dtype="<f4")
 
 
-def page_attention(q, k, H, Hkv, Dh, Lq, Lk, q_stride, k_stride, T, allowed):
-    """compute.js ``attention``: weights (H, Lq, Lk) in float64."""
+def page_attention(q, k, H, Hkv, Dh, Lq, Lk, q_stride, k_stride, T, allowed, sink=None):
+    """compute.js ``attention``: weights (H, Lq, Lk) in float64; with a ``sink`` logit s, the
+    softmax runs over the tempered scores and s, whose share is dropped."""
     q = q.astype(np.float64).reshape(-1, q_stride)[:Lq]
     k = k.astype(np.float64).reshape(-1, k_stride)[:Lk]
     out = np.zeros((H, Lq, Lk))
@@ -32,12 +38,17 @@ def page_attention(q, k, H, Hkv, Dh, Lq, Lk, q_stride, k_stride, T, allowed):
         g = h // group
         s = q[:, h * Dh:(h + 1) * Dh] @ k[:, g * Dh:(g + 1) * Dh].T / (np.sqrt(Dh) * T)
         s = np.where(allowed, s, -np.inf)
-        e = np.where(allowed, np.exp(s - s.max(-1, keepdims=True)), 0.0)
-        out[h] = e / e.sum(-1, keepdims=True)
+        m = s.max(-1, keepdims=True) if sink is None else np.maximum(s.max(-1, keepdims=True),
+                                                                     sink)
+        with np.errstate(invalid="ignore"):  # a row with no key (and no sink): inf - inf
+            e = np.where(allowed, np.exp(s - m), 0.0)
+        total = e.sum(-1, keepdims=True) + (0.0 if sink is None else np.exp(sink - m))
+        out[h] = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
     return out
 
 
-def page_random(data, num_heads, num_kv_heads, seq_len, temperature, mask_kind, seed, sentence):
+def page_random(data, num_heads, num_kv_heads, seq_len, temperature, mask_kind, seed, sentence,
+                window=None, sink=None):
     """compute.js ``COMPUTE.explorer`` for the random layer."""
     D = data["d_model"]
     Dh, L = D // num_heads, seq_len
@@ -48,8 +59,10 @@ def page_random(data, num_heads, num_kv_heads, seq_len, temperature, mask_kind, 
     valid = min(data["lengths"][sentence], L)
     allowed = {"none": np.ones((L, L), bool), "causal": j <= i,
                "padding": np.broadcast_to(j < valid, (L, L))}[mask_kind]
+    if window is not None:
+        allowed = allowed & (j <= i) & (j > i - window)
     return page_attention(q, k, num_heads, num_kv_heads, Dh, L, L, D, num_kv_heads * Dh,
-                          temperature, allowed), data["tokens"][sentence][:L]
+                          temperature, allowed, sink), data["tokens"][sentence][:L]
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +79,13 @@ SETTINGS = [
      "temperature": 0.05},
     {"num_heads": 2, "num_kv_heads": 2, "seq_len": 17, "mask_kind": "padding",
      "sentence": "deposit at the bank", "seed": 1},
+    # the window and the sink (chapter 14's knobs)
+    {"window": 4, "mask_kind": "causal"},
+    {"window": 2, "sink": 2.0, "num_heads": 4, "num_kv_heads": 2, "temperature": 0.5},
+    {"sink": -2.0, "seed": 3, "sentence": "counting", "temperature": 2.0},
+    # 11 words, 20 tokens: the last queries' windows hold only <pad> keys: all to the sink
+    {"window": 8, "sink": 0.0, "mask_kind": "padding", "seq_len": 20,
+     "sentence": "cat on the mat", "num_heads": 16, "num_kv_heads": 1},
 ]
 
 
@@ -94,6 +114,139 @@ def test_round_trip_trained_layer(data, source, seed, temperature):
     assert expected.ok and view["tokens_q"] == expected.tokens
     assert view["tokens_k"] == expected.key_tokens
     np.testing.assert_allclose(weights, expected.weights.double().numpy(), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("source,window,sink", [
+    ("letters model: layer 1", 4, 2.0),  # trained without a mask: the window makes it causal
+    ("translator decoder: layer 0", 2, None),  # causal: the window narrows it
+    ("translator encoder: layer 0", None, -2.0),
+    ("translator cross-attention: layer 1", None, 4.0),  # a sink, but no window
+])
+def test_round_trip_trained_layer_window_and_sink(data, source, window, sink):
+    src = data["sources"][source]
+    view = src["views"]["1"]
+    Lq, Lk = len(view["tokens_q"]), len(view["tokens_k"])
+    i, j = np.arange(Lq)[:, None], np.arange(Lk)[None, :]
+    allowed = j <= i if src["causal"] else np.ones((Lq, Lk), bool)
+    if window is not None:
+        allowed = allowed & (j <= i) & (j > i - window)
+    H, Dh = src["H"], src["Dh"]
+    weights = page_attention(decode(view["q"]), decode(view["k"]), H, H, Dh, Lq, Lk, H * Dh,
+                             H * Dh, 0.5, allowed, sink)
+    expected = widgets.explore_once(source=source, seed=1, temperature=0.5, window=window,
+                                    sink=sink)
+    assert expected.ok, expected.message
+    np.testing.assert_allclose(weights, expected.weights.double().numpy(), atol=1e-5, rtol=0)
+    if sink is not None:
+        rows = expected.weights.sum(-1)  # (H, Lq): a sharp trained head leaves it almost 0
+        assert rows.max() <= 1 + 1e-6 and rows.mean() < 1
+
+
+# ------------------------------------------------------------------------- compute.js in Node.js
+
+NODE = shutil.which("node")
+
+
+def run_page_compute(tmp_path, data, settings):
+    """compute.js's ``COMPUTE.explorer`` in Node.js (after core.js, whose helpers it uses), once
+    per setting of the page's controls: [{grids, caption, state, unused, disabled}]."""
+    front = "\n".join((F.JS_DIR / f"{part}.js").read_text(encoding="utf-8")
+                      for part in ("core", "compute"))
+    data_file = tmp_path / "data.json"
+    data_file.write_text(json.dumps(data))
+    script = tmp_path / "explorer_test.js"
+    script.write_text(
+        '"use strict";\nvar window = {}, document = {}; // core.js looks for a mounted copy\n'
+        f"(function () {{\n{front}\n"
+        f"var data = JSON.parse(require('fs').readFileSync({json.dumps(str(data_file))}));\n"
+        f"console.log(JSON.stringify({json.dumps(settings)}.map(function (v) {{\n"
+        "  var st = COMPUTE.explorer(v, data, null, {});\n"
+        "  return {grids: st.views.heads.grids, caption: st.views.heads.caption, state: st.state,\n"
+        "    unused: st.unused, disabled: st.disabled};\n})));\n})();\n")
+    done = subprocess.run([NODE, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def page_knobs(**knobs):
+    """The page's controls (``explorer_figure``'s names: "mask", not "mask_kind")."""
+    v = {**widgets.DEFAULTS, "view": "heatmaps", **knobs}
+    v["mask"] = v.pop("mask_kind")
+    return v
+
+
+def said(pattern, caption):
+    found = re.search(pattern, caption)
+    return found and found.group()
+
+
+@pytest.mark.skipif(NODE is None, reason="needs Node.js (the browser tests run the same code)")
+def test_the_pages_compute_in_node_is_explore_once_with_window_and_sink(tmp_path, data):
+    """compute.js itself (not a copy in numpy): its weights equal explore_once's to 1e-5 for
+    window and sink settings of the random layer and of trained sources, its captions say the
+    same window and the same share of the weight on the sink, and a cross-attention source
+    leaves the window out (greyed out, a dash)."""
+    text = next(s for s in widgets.SOURCES if s.startswith("Shakespeare model"))
+    cross = "translator cross-attention: layer 1"
+    settings = [
+        page_knobs(),  # everything off: as before
+        page_knobs(window=4),
+        page_knobs(window=2, sink=2.0, num_heads=4, num_kv_heads=2, temperature=0.5,
+                   mask_kind="causal"),
+        page_knobs(sink=-2.0, seed=3, sentence="counting", temperature=2.0),
+        page_knobs(window=8, sink=0.0, mask_kind="padding", seq_len=20,
+                   sentence="cat on the mat", num_heads=16, num_kv_heads=1),
+        page_knobs(source="letters model: layer 1", window=4, sink=2.0, seed=2),
+        page_knobs(source="translator decoder: layer 0", window=2, temperature=0.5),
+        page_knobs(source=cross, window=4, sink=0.0, seed=1),
+        page_knobs(source=text, window=8, sink=4.0, seed=1),
+    ]
+    names = {"random layer", *(v["source"] for v in settings)}
+    small = {**data, "sources": {n: data["sources"][n] for n in names}}
+    for v, got in zip(settings, run_page_compute(tmp_path, small, settings)):
+        s = got["state"]
+        knobs = {k: s[k] for k in ("source", "seed", "temperature", "window", "sink")}
+        if s["source"] == "random layer":
+            knobs.update({k: s[k] for k in ("num_heads", "num_kv_heads", "seq_len", "mask_kind",
+                                            "sentence")})
+        expected = widgets.explore_once(**knobs)
+        assert expected.ok, (v, expected.message)
+        assert (s["window"], s["sink"]) == (None if v["source"] == cross else v["window"],
+                                           v["sink"])
+        torch.testing.assert_close(torch.tensor(got["grids"], dtype=torch.float64),
+                                   expected.weights.double(), atol=1e-5, rtol=0)
+        caption = webview.payload(expected)["heads"]["caption"]
+        for pattern in (r", causal window \d+", r", sink s = .*"):
+            assert said(pattern, got["caption"]) == said(pattern, caption), (pattern, v)
+        assert bool(said("sink", got["caption"])) == (v["sink"] is not None)
+        assert bool(said("window", got["caption"])) == (s["window"] is not None)
+        trained = s["source"] != "random layer"
+        assert bool(got["disabled"]["window"]) == (v["source"] == cross)
+        assert bool(trained and got["unused"]["window"]) == (v["source"] == cross)
+    last = widgets.explore_once(window=8, sink=0.0, mask_kind="padding", seq_len=20,
+                                sentence="cat on the mat", num_heads=16, num_kv_heads=1)
+    assert last.weights[:, -1].abs().max() == 0  # query 19 sees only <pad> keys: all to the sink
+
+
+def test_window_and_sink_controls_in_the_page(data):
+    """Off by default (the page as before); a reader's own value joins the choices; a value the
+    knob cannot take is a ValueError naming it; the export says which sources are cross."""
+    default = {c.name: c for c in webview.explorer_figure(widgets.DEFAULTS, data).controls}
+    assert default["window"].value is None and default["sink"].value is None
+    assert default["window"].values == list(widgets.WINDOWS)
+    assert default["window"].labels == ["off", "2 positions", "4 positions", "8 positions"]
+    assert default["sink"].labels == ["off", "s = -2", "s = 0", "s = 2", "s = 4"]
+    mine = {c.name: c for c in webview.explorer_figure(
+        {**widgets.DEFAULTS, "window": 3, "sink": 1}, data).controls}
+    assert mine["window"].values == [None, 2, 3, 4, 8] and mine["window"].value == 3
+    assert mine["sink"].values == [None, -2.0, 0.0, 1.0, 2.0, 4.0] and mine["sink"].value == 1
+    for knobs, word in (({"window": 0}, "window"), ({"window": 2.5}, "window"),
+                        ({"sink": float("nan")}, "sink"), ({"sink": "2"}, "sink")):
+        with pytest.raises(ValueError, match=f"^{word} must be None"):
+            webview.explorer_figure({**widgets.DEFAULTS, **knobs}, data)
+    for name, src in data["sources"].items():
+        if name != "random layer":
+            assert src["cross"] == name.startswith("translator cross-attention"), name
 
 
 def test_export_covers_every_static_combination(data):
@@ -206,7 +359,7 @@ def test_unknown_source_is_a_message_and_a_value_error():
 def test_static_html_labels_every_control_and_greys_out_what_needs_python(data):
     fig = webview.explorer_figure(widgets.DEFAULTS, data)
     controls = fig.spec()["controls"]
-    assert len(controls) == 10 and all(c["label"] for c in controls)  # 9 knobs + view
+    assert len(controls) == 12 and all(c["label"] for c in controls)  # 11 knobs + view
     assert [c["name"] for c in controls if c["disabled"]] == ["d_model"]
     html_text = fig.html()
     assert "no kernel" in html_text and "Colab" in html_text

@@ -172,10 +172,139 @@ def test_num_heads_not_multiple_of_num_kv_heads_gives_a_message():
     ({"seq_len": 0}, "seq_len"), ({"d_model": -4}, "d_model"), ({"temperature": 0}, "temperature"),
     ({"temperature": float("nan")}, "temperature"), ({"mask_kind": "diagonal"}, "mask_kind"),
     ({"sentence": "   "}, "sentence"), ({"seed": -1}, "seed"), ({"num_heads": 2.5}, "num_heads"),
+    ({"window": 0}, "window"), ({"window": 2.5}, "window"), ({"window": True}, "window"),
+    ({"sink": float("inf")}, "sink"), ({"sink": "2"}, "sink"),
+    ({"source": "letters model: layer 1", "window": -1}, "window"),
+    ({"source": "letters model: layer 1", "sink": float("nan")}, "sink"),
 ])
 def test_invalid_values_give_a_message(knobs, word):
     r = widgets.explore_once(**knobs)
     assert not r.ok and word in r.message
+
+
+# ----------------------------------------------------------------------------- window and sink
+
+def _base_mask(mask_kind, L, valid):
+    i, j = torch.arange(L)[:, None], torch.arange(L)[None, :]
+    return {"none": torch.ones(L, L, dtype=torch.bool), "causal": j <= i,
+            "padding": (j < valid).expand(L, L)}[mask_kind]
+
+
+@pytest.mark.parametrize("window", [1, 2, 4, 8])
+@pytest.mark.parametrize("mask_kind", ["none", "causal", "padding"])
+def test_window_is_the_mask_and_window_mask(mask_kind, window):
+    """window w and-s mha.modern.window_mask (query i sees keys i - w < j <= i) with the mask:
+    the layer's own forward with that mask gives the same weights and output."""
+    r = widgets.explore_once(num_kv_heads=2, mask_kind=mask_kind, seq_len=14, seed=3,
+                             window=window)
+    assert r.ok and r.config["window"] == window
+    allowed = _base_mask(mask_kind, 14, 11) & mha.modern.window_mask(14, 14, window)  # (L, L)
+    layer = widgets.build_layer(64, 8, 2, 3)
+    x = widgets.embed_tokens(r.tokens, 64)
+    with torch.no_grad():
+        out, weights = layer(x, mask=allowed, need_weights=True)
+    torch.testing.assert_close(r.weights, weights[0])
+    torch.testing.assert_close(r.output, out[0])
+    assert r.weights[:, ~allowed].abs().max() == 0
+    i, j = torch.arange(14)[:, None], torch.arange(14)[None, :]
+    assert not allowed[(j > i) | (j <= i - window)].any()  # causal, and w positions at most
+    if mask_kind != "padding":
+        torch.testing.assert_close(r.weights.sum(-1), torch.ones(8, 14))
+    if window == 1:  # each query sees only itself (a <pad> query with padding: nothing)
+        torch.testing.assert_close(r.weights, allowed.float().expand(8, 14, 14))
+
+
+def test_a_window_as_long_as_the_sentence_is_the_causal_mask():
+    wide = widgets.explore_once(window=12)
+    assert torch.equal(wide.weights, widgets.explore_once(mask_kind="causal").weights)
+    assert torch.equal(widgets.explore_once(window=None).weights, widgets.explore_once().weights)
+
+
+@pytest.mark.parametrize("sink,temperature,window,num_kv_heads", [
+    (2.0, 1.0, None, 8), (-2.0, 0.5, 4, 2), (0.0, 2.0, None, 1), (4.0, 1.0, 2, 8)])
+def test_sink_rows_are_sink_attention(sink, temperature, window, num_kv_heads):
+    """sink s: the weights of mha.modern.sink_attention on the tempered queries (scale
+    1/sqrt(d_head)), i.e. each row is the row without the sink times 1 / (1 + exp(s - lse)),
+    lse the logsumexp of the row's scores q.k / (T sqrt(d_head)): T does not divide s."""
+    knobs = {"num_kv_heads": num_kv_heads, "temperature": temperature, "window": window,
+             "mask_kind": "causal", "seed": 2}
+    r = widgets.explore_once(sink=sink, **knobs)
+    plain = widgets.explore_once(**knobs)
+    assert r.ok and r.config["sink"] == sink
+    layer = widgets.build_layer(64, 8, num_kv_heads, 2)
+    x = widgets.embed_tokens(r.tokens, 64)
+    allowed = torch.ones(12, 12, dtype=torch.bool).tril()
+    if window is not None:
+        allowed &= mha.modern.window_mask(12, 12, window)
+    with torch.no_grad():
+        q = mha.split_heads(layer.W_q(x), 8)  # (1, 8, L, 8)
+        k = mha.split_heads(layer.W_k(x), num_kv_heads)  # (1, Hkv, L, 8)
+        v = mha.split_heads(layer.W_v(x), num_kv_heads)
+        out, weights = mha.modern.sink_attention(q / temperature, k, v, torch.full((8,), sink),
+                                                 allowed, scale=8 ** -0.5)
+        output = layer.W_o(mha.merge_heads(out))[0]  # (1, H, L, Dh) -> (L, D)
+    torch.testing.assert_close(r.weights, weights[0])
+    torch.testing.assert_close(r.output, output)
+    scores = (q @ mha.modern._repeat_kv(k, 8).transpose(-2, -1))[0] / (temperature * 8 ** 0.5)
+    lse = scores.masked_fill(~allowed, float("-inf")).logsumexp(-1)  # (H, L)
+    kept = 1 / (1 + torch.exp(sink - lse))  # the share the keys keep
+    torch.testing.assert_close(r.weights.sum(-1), kept)
+    torch.testing.assert_close(r.weights, plain.weights * kept[..., None])
+    assert (r.weights.sum(-1) < 1).all()
+
+
+def test_a_row_with_no_key_gives_all_to_the_sink():
+    """padding and a window: query 19 of "cat on the mat" (11 words) sees only <pad> keys."""
+    r = widgets.explore_once(mask_kind="padding", window=4, seq_len=20, sentence="cat on the mat",
+                             sink=1.0)
+    assert r.ok and r.weights[:, 14:].abs().max() == 0  # queries 14..19: keys 11.. are <pad>
+    assert r.weights[:, :11].sum(-1).min() > 0
+
+
+def test_window_and_sink_on_trained_sources():
+    """A trained layer without a mask becomes causal; a causal one narrows; the sink only
+    rescales rows; cross-attention takes a sink but no window (a message, not an exception)."""
+    for source in ("letters model: layer 0", "translator decoder: layer 0"):
+        r = widgets.explore_once(source=source, seed=1, window=3)
+        L = len(r.tokens)
+        view = mha.sources.trained_view(source, 1)
+        H = view.num_heads
+        q, k = (mha.split_heads(t[None], H) for t in (view.q, view.k))  # (1, H, L, Dh)
+        allowed = mha.modern.window_mask(L, L, 3)
+        _, expected = mha.scaled_dot_product_attention(q, k, k, allowed)
+        torch.testing.assert_close(r.weights, expected[0], atol=1e-6, rtol=0)
+        assert r.config["window"] == 3 and r.weights[:, ~allowed].abs().max() == 0
+        sunk = widgets.explore_once(source=source, seed=1, window=3, sink=2.0)
+        rows = sunk.weights.sum(-1)
+        torch.testing.assert_close(sunk.weights, r.weights * rows[..., None])
+        assert rows.max() <= 1 and rows.mean() < 1
+    cross = "translator cross-attention: layer 1"
+    r = widgets.explore_once(source=cross, window=4)
+    assert not r.ok and "window" in r.message and "cross-attention" in r.message
+    assert widgets.explore_once(source=cross, sink=0.0).ok
+
+
+def test_a_readers_attention_fn_takes_a_window_but_no_sink():
+    seen = {}
+
+    def spy(query, key, value, mask):
+        seen["mask"] = mask
+        return mha.scaled_dot_product_attention(query, key, value, mask)
+
+    r = widgets.explore_once(attention_fn=spy, window=4)
+    assert r.ok and torch.equal(seen["mask"][0, 0], mha.modern.window_mask(12, 12, 4))
+    r = widgets.explore_once(attention_fn=spy, sink=2.0)
+    assert not r.ok and "sink" in r.message and "attention_fn" in r.message
+
+
+def test_the_caption_says_the_window_and_what_went_to_the_sink():
+    r = widgets.explore_once(window=4, sink=2.0)
+    caption = widgets.payload(r)["heads"]["caption"]
+    kept = float(r.weights.sum(-1).mean())
+    assert ", mask: none, causal window 4, seed 0" in caption
+    assert caption.endswith(f", sink s = 2: rows sum to {kept:.2f} on average "
+                            f"({1 - kept:.2f} to the sink)")
+    assert "sink" not in widgets.payload(widgets.explore_once())["heads"]["caption"]
 
 
 # ----------------------------------------------------------------------------- attention_fn
@@ -312,6 +441,31 @@ def test_widget_with_reader_function_and_initial_knobs():
     assert ex.result.config["mask_kind"] == "padding" and ex.redraws == 2
     with pytest.raises(TypeError, match="heads"):
         widgets.explorer(heads=3)
+
+
+def test_widget_window_and_sink():
+    pytest.importorskip("ipywidgets", reason="the explorer's UI needs ipywidgets")
+    ex = widgets.explorer()
+    assert ex.config()["window"] is None and ex.config()["sink"] is None  # off: as before
+    assert [label for label, _ in ex.controls["window"].options][0] == "off"
+    ex.controls["window"].value = 4
+    ex.controls["sink"].value = 2.0
+    assert ex.redraws == 3 and ex.result.ok
+    torch.testing.assert_close(ex.result.weights, widgets.explore_once(window=4, sink=2.0).weights)
+    assert "causal window 4" in _drawn(ex)["caption"] and "to the sink" in _drawn(ex)["caption"]
+    ex.controls["source"].value = "translator cross-attention: layer 0"  # no window: greyed
+    assert ex.controls["window"].disabled and ex.result.ok and ex.config()["window"] is None
+    assert ex.result.weights.sum(-1).mean() < 1  # the sink still applies
+    ex.controls["source"].value = "letters model: layer 0"  # the window again, made causal
+    assert not ex.controls["window"].disabled and ex.result.config["window"] == 4
+    assert ex.result.weights.triu(1).abs().max() == 0
+    mine = widgets.explorer(window=3, sink=1)
+    assert (3 in [v for _, v in mine.controls["window"].options]
+            and mine.result.config["window"] == 3 and mine.result.config["sink"] == 1)
+    for knobs, word in (({"window": 0}, "window"), ({"sink": float("nan")}, "sink")):
+        with pytest.raises(ValueError, match=f"^{word} must be None"):
+            widgets.explorer(**knobs)
+    assert 0 < widgets.measure_latency(repeats=2, change="sink") < 5
 
 
 def test_render_draws_one_heatmap_per_head():

@@ -17,4 +17,5 @@ from .ch09 import head_switches  # noqa: F401
 from .ch11 import decode_steps, kv_cache_size  # noqa: F401
 from .ch12 import rope_rotation  # noqa: F401
 from .ch13 import online_softmax  # noqa: F401
+from .ch14 import kv_bytes, window_sink  # noqa: F401
 from .text import text_heads  # noqa: F401 (the Shakespeare model)

@@ -12,10 +12,10 @@ What is exported for the random layer (d_model fixed at ``STATIC_D_MODEL``): for
 ``STATIC_SEEDS`` and every example sentence, the layer's queries q = W_q x (L_max, D) and keys
 k = W_k x (L_max, Hkv*Dh) at the longest length L_max, for every key width Hkv*Dh the heads can
 make. Queries and keys of token i do not depend on the other tokens, so the first seq_len rows
-are exactly what a shorter sentence gives; the page splits them into heads, applies the mask and
-the temperature and takes the softmax. For a trained source, the layer's queries and keys on
-each input sample (``mha.sources``; for the Shakespeare model each passage, with its name).
-Numbers travel as base64 of little-endian float32.
+are exactly what a shorter sentence gives; the page splits them into heads, applies the mask,
+window and temperature and takes the softmax (and the sink: ``mha.explore``). For a trained
+source, the layer's queries and keys on each input sample (``mha.sources``; for the Shakespeare
+model each passage, with its name). Numbers travel as base64 of little-endian float32.
 """
 
 import base64
@@ -64,19 +64,22 @@ def temperature_labels(grid):
     return [f"{t:.2f}" for t in grid]
 
 
-def _title(config):
+def _title(config, weights=None):
+    """The caption: the knobs, and with a sink the weight it took (needs ``weights``)."""
     c = config
+    window = f", causal window {c['window']}" if c.get("window") is not None else ""
     if c.get("source", "random layer") != "random layer":
         sample = (f"passage \"{c['passage']}\" (seed {c['seed']})" if c.get("passage")
                   else f"input sample {c['seed']}")  # the page's caption says the same
         return (f"{c['source']} (trained), {sample}, L = {c['seq_len']}, "
-                f"T = {c['temperature']:.3g}")
+                f"T = {c['temperature']:.3g}{window}{explore.sink_said(c, weights)}")
     H, Hkv = c["num_heads"], c["num_kv_heads"]
     kv = "" if Hkv == H else f", {Hkv} key/value head{'s' if Hkv > 1 else ''}"
     fn = f"attention_fn = {c['attention_fn']}: " if c.get("attention_fn") else ""
     return (f"{fn}{H} head{'s' if H > 1 else ''}{kv}, L = {c['seq_len']}, "
             f"d_model = {c['d_model']}, "
-            f"T = {c['temperature']:.3g}, mask: {c['mask_kind']}, seed {c['seed']}")
+            f"T = {c['temperature']:.3g}, mask: {c['mask_kind']}{window}, seed {c['seed']}"
+            f"{explore.sink_said(c, weights)}")
 
 
 def _head_labels(result):
@@ -93,7 +96,8 @@ def render(result):
     from ..viz import plot_heads
 
     keys = result.tokens if result.key_tokens is None else result.key_tokens
-    return plot_heads(result.weights, result.tokens, keys, title=_title(result.config),
+    return plot_heads(result.weights, result.tokens, keys,
+                      title=_title(result.config, result.weights),
                       head_labels=_head_labels(result), vmax=1.0)
 
 
@@ -125,7 +129,7 @@ def payload(result, view="heatmaps"):
         raise ValueError(f"view must be one of {list(VIEWS)}; got {view!r}")
     keys = result.tokens if result.key_tokens is None else result.key_tokens
     heads = heatmap(result.weights, result.tokens, keys, titles=_head_labels(result),
-                    caption=_title(result.config), digits=6)
+                    caption=_title(result.config, result.weights), digits=6)
     if result.config.get("passage"):  # a passage: up to context_length characters
         heads["cell_min"] = TEXT_CELL_MIN
     lines = None
@@ -143,7 +147,8 @@ def view_figure(result, view="heatmaps"):
     return Figure(name="explorer-view", title=f"attention weights: {VIEWS[view]}", controls=[],
                   views=[View("heads", "heatmap"), View("lines", "lines"),
                          View("table", "table")],
-                  state_fn=lambda: {"views": views, "readout": _title(result.config)})
+                  state_fn=lambda: {"views": views,
+                                    "readout": _title(result.config, result.weights)})
 
 
 def message_html(message):
@@ -154,7 +159,7 @@ def message_html(message):
 def frozen_figure(knobs, result, reason):
     """A picture that cannot be recomputed in the page: the knobs as text, no controls."""
     fig = view_figure(result)
-    shown = ", ".join(f"{k} = {v}" for k, v in knobs.items() if k != "source")
+    shown = ", ".join(f"{k} = {v}" for k, v in knobs.items() if k != "source" and v is not None)
     fig.note = (f"<b>Needs a live kernel:</b> {html.escape(reason)} The page shows the picture "
                 f"for {html.escape(shown)}; open the chapter in Colab or Binder (rocket button "
                 f"at the top) or Jupyter to turn the knobs.")
@@ -192,7 +197,7 @@ def _random_data(sentences):
 
 
 def _trained_data(source):
-    from ..sources import head_table, passages_said, trained_views
+    from ..sources import TRAINED_SOURCES, head_table, passages_said, trained_views
 
     views = {}
     for seed, v in zip(STATIC_SEEDS, trained_views(source, STATIC_SEEDS)):
@@ -205,7 +210,8 @@ def _trained_data(source):
              else "seed picks the input sample")
     text = {"cell_min": TEXT_CELL_MIN} if v.name is not None else {}
     return {"kind": "trained", "views": views, "H": v.num_heads, "Dh": v.d_head, **text,
-            "causal": v.causal, "table": _table(t),
+            "causal": v.causal, "cross": TRAINED_SOURCES[source][2] == "cross",
+            "table": _table(t),
             "titles": [f"head {h}: {n}" for h, n in enumerate(t["names"])],
             "note": (f"A trained layer: {v.num_heads} heads, d_head = {v.d_head}"
                      f"{', causal' if v.causal else ''}. Its size, mask and inputs are the "
@@ -256,6 +262,7 @@ def explorer_figure(knobs, data=None):
     Hkv = k["num_kv_heads"] if H % k["num_kv_heads"] == 0 else H
     source = k.get("source", "random layer")
     sources = list(data["sources"])
+    window, sink = (explore.knob_options(n, k[n]) for n in ("window", "sink"))
     controls = [
         select("source", "source", sources, source if source in sources else sources[0]),
         slider("d_model", "d_model", list(range(4, 257, 2)), STATIC_D_MODEL),
@@ -265,6 +272,8 @@ def explorer_figure(knobs, data=None):
         slider("temperature", "temperature", temperature_grid(value=k["temperature"]),
                float(k["temperature"]), labels=None),
         select("mask", "mask", list(explore.MASK_KINDS), k["mask_kind"]),
+        select("window", "window", window, k["window"], explore.knob_labels("window", window)),
+        select("sink", "sink", sink, k["sink"], explore.knob_labels("sink", sink)),
         slider("seed", "seed", list(STATIC_SEEDS), min(k["seed"], STATIC_SEEDS[-1])),
         select("sentence", "sentence", list(explore.EXAMPLE_SENTENCES), k["sentence"]),
         select("view", "view", list(VIEWS), "heatmaps", labels=list(VIEWS.values())),
@@ -272,7 +281,7 @@ def explorer_figure(knobs, data=None):
     controls[1].disabled = True  # d_model: fixed in the page
     controls[5].labels = temperature_labels(controls[5].values)
     note = ("<b>Live in this page, no kernel needed:</b> source, num_heads, num_kv_heads, "
-            "seq_len, temperature, mask, seed (0 to "
+            "seq_len, temperature, mask, window, sink, seed (0 to "
             f"{STATIC_SEEDS[-1]}) and sentence redraw the heatmaps from queries and keys the "
             "package computed when the book was built. <b>Greyed out here:</b> d_model (fixed "
             "at 64), which needs Python, as do seeds above "
@@ -280,6 +289,8 @@ def explorer_figure(knobs, data=None):
             "or Binder (the rocket button at the top) or run it in Jupyter to turn every knob. "
             "num_kv_heads offers only divisors of num_heads; a trained source fixes its own "
             f"size, mask and inputs ({_trained_said(TRAINED_SOURCES)}). "
+            "<b>window</b>: a query sees its last w positions (causal). <b>sink</b>: a logit s "
+            "joins each row's softmax and is dropped, so rows sum to less than 1. "
             "<b>view</b> switches between every head's heatmap and one head as lines (pick the "
             "head; focus, hover or tap a token to see only its lines).")
     return Figure(name="explorer", title="The attention explorer", controls=controls,

@@ -4,10 +4,10 @@ no network.
 * Without a build: the HTML the package writes for the book, loaded into a blank page; the
   numbers the canvas drew (its ``data-values``) equal ``explore_once`` for the same knobs.
 * On the built book: chapter 07's explorer redraws when each of num_heads, seq_len, temperature,
-  mask, seed, sentence and source is changed from the keyboard (the time from key press to new
-  picture is printed: median and worst), the drawn values equal ``explore_once`` for several
-  settings, and chapter 01's temperature slider redraws softmax(scores / T); no console error,
-  no request outside localhost.
+  mask, window, sink, seed, sentence and source is changed from the keyboard (the time from key
+  press to new picture is printed: median and worst), the drawn values equal ``explore_once``
+  for several settings, and chapter 01's temperature slider redraws softmax(scores / T); no
+  console error, no request outside localhost.
 """
 
 import json
@@ -53,7 +53,8 @@ def state(root):
 
 def expected(s):
     """explore_once for the knobs the page says it drew."""
-    knobs = {"source": s["source"], "seed": s["seed"], "temperature": s["temperature"]}
+    knobs = {"source": s["source"], "seed": s["seed"], "temperature": s["temperature"],
+             "window": s.get("window"), "sink": s.get("sink")}
     if s["source"] == "random layer":
         knobs.update(num_heads=s["num_heads"], num_kv_heads=s["num_kv_heads"],
                      seq_len=s["seq_len"], mask_kind=s["mask_kind"], sentence=s["sentence"])
@@ -126,6 +127,51 @@ def test_front_end_draws_what_python_computes(page):
     assert not page.errors, page.errors
 
 
+def test_window_and_sink_set_through_the_pages_controls(page):
+    """Chapter 14's knobs in the page: the window and the sink chosen in their selects give
+    the weights explore_once gives (causal band, rows summing to less than 1), the readout says
+    what went to the sink, and a cross-attention source greys the window out (a dash), which
+    comes back on a self-attention source."""
+    fig = live_explorer.explorer_figure({**widgets.DEFAULTS})
+    page.set_content(fig.page())
+    root = page.locator('.mha-live[data-figure="explorer"]')
+    page.wait_for_function("el => el.dataset.draws >= 1", arg=root.element_handle())
+    window = root.locator('[data-knob="window"]')
+
+    def shown():
+        return window.evaluate("s => s.options[s.selectedIndex].text")
+
+    s = assert_matches(page, root)
+    assert (s["window"], s["sink"], shown()) == (None, None, "off")
+    page.select_option('[data-knob="window"]', label="4 positions")
+    page.select_option('[data-knob="sink"]', label="s = 2")
+    s = assert_matches(page, root)
+    assert (s["window"], s["sink"]) == (4, 2)
+    w = torch.tensor(drawn(page, root))  # (H, L, L)
+    i, j = torch.arange(12)[:, None], torch.arange(12)[None, :]
+    assert w[:, (j > i) | (j <= i - 4)].abs().max() == 0 and w.sum(-1).max() < 1
+    kept = float(w.sum(-1).mean())
+    readout = root.locator(".mha-readout").text_content()
+    assert "causal window 4" in readout and f"rows sum to {kept:.2f} on average" in readout
+    page.select_option('[data-knob="num_heads"]', "2")
+    page.select_option('[data-knob="mask"]', "padding")
+    page.select_option('[data-knob="sink"]', label="s = -2")
+    assert assert_matches(page, root)["sink"] == -2
+    page.select_option('[data-knob="source"]', "translator cross-attention: layer 1")
+    s = assert_matches(page, root)  # the sink still applies, the window does not
+    assert s["window"] is None and window.is_disabled() and shown() == "\u2014"
+    page.select_option('[data-knob="source"]', "letters model: layer 0")
+    s = assert_matches(page, root)  # a layer trained without a mask, made causal
+    assert s["window"] == 4 and not window.is_disabled() and shown() == "4 positions"
+    assert torch.tensor(drawn(page, root)).triu(1).abs().max() == 0
+    page.select_option('[data-knob="window"]', label="off")
+    page.select_option('[data-knob="sink"]', label="off")
+    s = assert_matches(page, root)
+    assert (s["window"], s["sink"]) == (None, None) and "sink" not in root.locator(
+        ".mha-readout").text_content()
+    assert not page.errors, page.errors
+
+
 def test_live_view_draws_the_payload(page):
     r = widgets.explore_once(num_heads=4, num_kv_heads=2, seq_len=7)
     page.set_content(live_explorer.view_figure(r).page())
@@ -157,18 +203,21 @@ def test_chapter_07_explorer_is_live_in_the_built_book(page, book_url):
     # no widget of the explorer is left as a static picture: the page shows the live HTML
     assert page.locator('.mha-live[data-figure="explorer"]').count() == 1
     moves = [("num_heads", "ArrowUp"), ("seq_len", "ArrowLeft"), ("temperature", "ArrowRight"),
-             ("mask", "ArrowDown"), ("seed", "ArrowRight"), ("sentence", "ArrowDown"),
-             ("num_kv_heads", "ArrowUp"), ("source", "ArrowDown")]
+             ("mask", "ArrowDown"), ("window", "ArrowDown"), ("sink", "ArrowDown"),
+             ("seed", "ArrowRight"), ("sentence", "ArrowDown"), ("num_kv_heads", "ArrowUp"),
+             ("source", "ArrowDown")]
     times, checked = [], 1
     for knob, key in moves:
         before = drawn(page, root)
         ms, s = press(page, root, knob, key)
         times.append(ms)
         assert drawn(page, root) != before, f"{knob}: the picture did not change"
-        if knob in ("num_heads", "mask", "sentence", "num_kv_heads", "source"):
+        if knob in ("num_heads", "mask", "window", "sink", "sentence", "num_kv_heads",
+                    "source"):
             assert_matches(page, root)
             checked += 1
     assert s["source"] != "random layer"
+    assert (s["window"], s["sink"]) == (2, -2)  # off -> the first choice: they still apply
     assert checked >= 3
     ms, s = press(page, root, "seed", "ArrowRight")  # a trained layer: another input sample
     times.append(ms)

@@ -6,10 +6,12 @@ the repository is written), opens chapter 07, runs every cell, moves the first e
 num_heads slider from the keyboard and waits for the canvas to show the new number of heads,
 drawn by the front end from what the kernel sent; then opens chapter 02, runs it, and toggles
 the scale of its d_k figure (drawn in the page, no kernel round trip); then opens chapter 10,
-runs it, and types into the Shakespeare figure's text box (the model runs in the page). Every wait is bounded; the server is stopped (its whole process
+runs it, and types into the Shakespeare figure's text box (the model runs in the page); then
+opens chapter 14, runs it, and moves a slider of each of its two figures. Every wait is bounded; the server is stopped (its whole process
 group) at the end, also when the test fails. Only localhost is contacted.
 """
 
+import json
 import os
 import shutil
 import signal
@@ -28,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "chapters" / "07_attention_explorer.ipynb"
 CHAPTER_02 = ROOT / "chapters" / "02_scaled_dot_product.ipynb"
 CHAPTER_10 = ROOT / "chapters" / "10_heads_on_text.ipynb"
+CHAPTER_14 = ROOT / "chapters" / "14_modern_attention.ipynb"
 TOKEN = "mha-live-lab-test"
 
 pytestmark = pytest.mark.browser
@@ -49,6 +52,7 @@ def lab(tmp_path):
     shutil.copy(CHAPTER, work / CHAPTER.name)
     shutil.copy(CHAPTER_02, work / CHAPTER_02.name)
     shutil.copy(CHAPTER_10, work / CHAPTER_10.name)
+    shutil.copy(CHAPTER_14, work / CHAPTER_14.name)
     port = free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
@@ -156,6 +160,19 @@ def test_num_heads_slider_redraws_in_jupyterlab(browser, lab):
             times.append(time.perf_counter() - start)
             weights = cell.locator(".mha-live canvas").get_attribute("data-values")
             assert weights.count("],[[") == heads - 1  # that many heads of (L, L) weights
+        # the window knob (chapter 14): a dropdown; the kernel recomputes with a causal band
+        before = cell.locator(".mha-live canvas").get_attribute("data-values")
+        cell.locator(".widget-dropdown", has_text="window").locator("select").select_option(
+            label="4 positions")
+        page.wait_for_function(
+            "([c, v]) => { const el = c.querySelector('.mha-live canvas');"
+            " return el && el.dataset.values !== v; }",
+            arg=[cell.element_handle(), before], timeout=30_000)
+        drawn = json.loads(cell.locator(".mha-live canvas").get_attribute("data-values"))
+        for head in drawn:  # (L, L) each: query i sees keys i - 4 < j <= i only
+            for i, row in enumerate(head):
+                assert not any(v for j, v in enumerate(row) if j > i or j <= i - 4), (i, row)
+                assert abs(sum(v or 0 for v in row) - 1) < 1e-3  # no sink: rows sum to 1
         print(f"\nJupyterLab: num_heads 8 -> 4 -> 2 -> 4 -> 8, key press to new picture: "
               f"median {statistics.median(times) * 1000:.0f} ms, worst {max(times) * 1000:.0f} ms "
               f"(kernel round trip, drawing and the test's polling included)")
@@ -183,9 +200,7 @@ def test_dk_slider_redraws_in_jupyterlab(browser, lab):
         start = json.loads(root.get_attribute("data-state"))
         assert (start["d_k"], start["scaled"]) == (1, False), start
         at64 = ch02.dk_softmax().controls[0].values.index(64)  # the slider's index of 64
-        root.locator('[data-knob="d_k"]').evaluate(
-            "(el, i) => { el.value = String(i); el.dispatchEvent(new Event('input',"
-            " {bubbles: true})); }", at64)
+        set_slider(root.locator('[data-knob="d_k"]'), at64)
         page.wait_for_function("el => JSON.parse(el.dataset.state).d_k === 64",
                                arg=root.element_handle(), timeout=10_000)
         times = []
@@ -212,6 +227,12 @@ def test_dk_slider_redraws_in_jupyterlab(browser, lab):
         assert not outside, f"requests outside localhost: {outside}"
     finally:
         context.close()
+
+
+def set_slider(slider, index):
+    """Move a page slider to stop ``index`` as a drag would (an input event)."""
+    slider.evaluate("(el, i) => { el.value = String(i); el.dispatchEvent(new Event('input',"
+                    " {bubbles: true})); }", index)
 
 
 def local_page(browser):
@@ -289,6 +310,40 @@ def test_typing_into_the_shakespeare_figure_in_jupyterlab(browser, lab):
         assert page.locator(".jp-Notebook .jp-Cell").count() > 10
         print(f"\nJupyterLab: chapter 10's text box, {len(typed)} keys typed and drawn in "
               f"{seconds:.1f} s; page - package {diff:.1e}")
+        assert not outside, f"requests outside localhost: {outside}"
+    finally:
+        context.close()
+
+
+def test_chapter_14_figures_move_in_jupyterlab(browser, lab):
+    """Chapter 14 run in Lab: the latent rank slider of the cache figure and the sink slider of
+    the window/sink figure redraw with the package's numbers (both figures draw in the page)."""
+    import torch
+
+    from mha.live import ch14
+
+    context, page, outside = local_page(browser)
+    try:
+        root = open_figure(page, lab, CHAPTER_14, "kv-bytes")
+        rank = root.locator('[data-knob="kv_rank"]')
+        rank.scroll_into_view_if_needed()
+        set_slider(rank, ch14.KV_RANKS.index(1024))
+        page.wait_for_function("el => JSON.parse(el.dataset.state).kv_rank === 1024",
+                               arg=root.element_handle(), timeout=10_000)
+        assert "61 x (1024 + 64) x 2 bytes = 132,736 bytes" in root.inner_text()
+
+        sink = page.locator('.mha-live[data-figure="window-sink"]').first
+        knob = sink.locator('[data-knob="sink"]')
+        knob.scroll_into_view_if_needed()
+        set_slider(knob, ch14.SINKS.index(12))
+        page.wait_for_function("el => JSON.parse(el.dataset.state).sink === 12",
+                               arg=sink.element_handle(), timeout=10_000)
+        drawn = json.loads(sink.locator('canvas[data-view="weights"]')
+                           .get_attribute("data-values"))
+        expected, _ = ch14.sink_weights(0, "full", 12)
+        torch.testing.assert_close(torch.tensor(drawn, dtype=torch.float32).reshape(
+            expected.shape), expected, atol=2e-3, rtol=0)
+        assert "73.1% on the sink" in sink.inner_text()
         assert not outside, f"requests outside localhost: {outside}"
     finally:
         context.close()

@@ -42,6 +42,7 @@ FIGURES = {
     "ch09": live.head_switches,
     "ch11-decode": live.decode_steps, "ch11-cache": live.kv_cache_size,
     "ch12": live.rope_rotation, "ch13": live.online_softmax,
+    "ch14-cache": live.kv_bytes, "ch14-sink": live.window_sink,
     "text": live.text_heads,  # the Shakespeare model in the page
 }
 # (figure, the controls set before looking: knob -> option label or slider index)
@@ -53,8 +54,13 @@ CASES = [(name, {}) for name in FIGURES] + [
     ("ch07", {"source": "translator cross-attention: layer 0"}),
     ("ch07", {"source": "Shakespeare model: layer 1"}),  # the first 48 characters of a passage
     ("ch07", {"num_heads": "16"}),
+    # chapter 14's knobs: the longest captions (the window, what went to the sink)
+    ("ch07", {"seq_len": 22, "window": "8 positions", "sink": "s = -2"}),
+    ("ch07", {"source": "translator cross-attention: layer 0", "sink": "s = 2"}),
     ("ch09", {"removed": 10, "spare": True}),
     ("text", {"passage": "Sonnet 18"}),  # 127 characters
+    ("ch14-cache", {"kv_heads": "1", "window": "128"}),  # 1.9 to 499,712 MiB: the widest ticks
+    ("ch14-sink", {"window": 3, "sink": 5}),  # window 4, sink 12
 ]
 
 
@@ -112,7 +118,7 @@ def test_no_text_overlaps_or_is_cut_on_a_desktop(page, figures, name, settings):
 
 
 PANEL_CASES = [("ch04", {"num_heads": 0}), ("ch06", {}), ("ch07", {}), ("ch07", {"seq_len": 22}),
-               ("ch09", {"removed": 10, "spare": True}), ("text", {})]
+               ("ch09", {"removed": 10, "spare": True}), ("text", {}), ("ch14-sink", {})]
 
 
 @pytest.mark.parametrize("name,settings", PANEL_CASES,

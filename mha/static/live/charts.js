@@ -104,7 +104,7 @@ function legend(ctx, lay, top, colours, t) {
   lay.rows.forEach(function (row, r) {
     var y = top + (r + 0.5) * LEGEND_ROW;
     row.forEach(function (e) {
-      ctx.strokeStyle = colours[e.n % 3]; ctx.lineWidth = 2; ctx.setLineDash(e.n ? [5, 3] : []);
+      ctx.strokeStyle = colours[e.n % colours.length]; ctx.lineWidth = 2; ctx.setLineDash(e.n ? [5, 3] : []);
       ctx.beginPath(); ctx.moveTo(e.x, y); ctx.lineTo(e.x + 18, y); ctx.stroke();
       ctx.setLineDash([]); ctx.lineWidth = 1; ctx.fillStyle = t.fg; ctx.fillText(e.s, e.x + 22, y);
     });
@@ -121,7 +121,7 @@ function plot(canvas, d, t) {
   var cap = heading(d.caption || "", width);
   var lg = legendLayout(d.series.map(function (s) { return s.label; }), width);
   var y0 = cap.h + lg.h + 10, ph = 170, height = y0 + ph + 52, pw = width - x0 - 12;
-  var ctx = setup(canvas, width, height), colours = [t.bar, t.accent, t.muted];
+  var ctx = setup(canvas, width, height), colours = [t.bar, t.accent, t.muted, t.third];
   caption(ctx, cap, t);
   legend(ctx, lg, cap.h + 2, colours, t);
   function ok(v) { return v !== null && (!loglog || v > 0); }
@@ -144,6 +144,8 @@ function plot(canvas, d, t) {
     text = function (v) { return tickText(v, ticks.step); };
     canvas.dataset.ticks = JSON.stringify(ticks);
   }
+  // wide tick labels (chapter 14's 65536 MiB) push the axis right, clear of the y label
+  x0 = Math.max(x0, widest(ticks.map(text), "12px sans-serif") + 26); pw = width - x0 - 12;
   // the first and last points stand XPAD px inside the axes: a ring there (6 px) leaves the y
   // axis's labels free (chapter 03's step 0, chapter 13's block 1 covered the "2")
   function at(v) { return x0 + XPAD + (v - xlo) / ((xhi - xlo) || 1) * (pw - 2 * XPAD); }
@@ -156,7 +158,7 @@ function plot(canvas, d, t) {
   ctx.fillText(d.x_label || "", x0 + pw / 2, height - 10);
   ctx.save(); ctx.translate(12, y0 + ph / 2); ctx.rotate(-Math.PI / 2); ctx.fillText(d.y_label || "", 0, 0); ctx.restore();
   d.series.forEach(function (s, n) {
-    ctx.strokeStyle = ctx.fillStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.setLineDash(n ? [5, 3] : []);
+    ctx.strokeStyle = ctx.fillStyle = colours[n % colours.length]; ctx.lineWidth = 2; ctx.setLineDash(n ? [5, 3] : []);
     ctx.beginPath();
     s.y.forEach(function (v, i) { if (ok(v)) { if (i && ok(s.y[i - 1])) ctx.lineTo(X(i), Y(v)); else ctx.moveTo(X(i), Y(v)); } });
     ctx.stroke(); ctx.setLineDash([]); ctx.lineWidth = 1;
@@ -166,7 +168,7 @@ function plot(canvas, d, t) {
   if (d.marker !== undefined && d.marker !== null) { // the current setting: a ring on its series
     d.series.forEach(function (s, n) {
       var v = s.y[d.marker]; if (!ok(v) || !ringed(d, n)) return;
-      ctx.strokeStyle = colours[n % 3]; ctx.lineWidth = 2; ctx.beginPath();
+      ctx.strokeStyle = colours[n % colours.length]; ctx.lineWidth = 2; ctx.beginPath();
       ctx.arc(X(d.marker), Y(v), 6, 0, 7); ctx.stroke(); ctx.lineWidth = 1;
       rings.push([X(d.marker), Y(v), 7]); // its ink's radius
     });

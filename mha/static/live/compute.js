@@ -5,14 +5,17 @@ function decode(b64) { // base64 of little-endian float32 -> Float32Array
   for (var i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
   return new Float32Array(bytes.buffer);
 }
-// weights (H, Lq, Lk); o: {H, Hkv, Dh, Lq, Lk, qStride, kStride, T, allowed(i, j)}; as
-// mha.scaled_dot_product_attention: softmax_j(q_i(h) . k_j(g) / (sqrt(Dh) T)), g = h // (H / Hkv)
+// weights (H, Lq, Lk); o: {H, Hkv, Dh, Lq, Lk, qStride, kStride, T, allowed(i, j), sink}; as
+// mha.scaled_dot_product_attention: softmax_j(q_i(h) . k_j(g) / (sqrt(Dh) T)), g = h // (H / Hkv).
+// A sink logit s (a number; else none), as mha.modern.sink_attention on the tempered queries: the
+// softmax runs over the row's scores and s (T does not divide s), and s's share is dropped
 function attention(q, k, o) {
   var group = o.H / o.Hkv, scale = 1 / (Math.sqrt(o.Dh) * o.T), out = [];
+  var sink = typeof o.sink === "number" ? o.sink : null;
   for (var h = 0; h < o.H; h++) {
     var g = Math.floor(h / group), rows = [];
     for (var i = 0; i < o.Lq; i++) {
-      var s = new Array(o.Lk), m = -Infinity, sum = 0, j;
+      var s = new Array(o.Lk), m = sink === null ? -Infinity : sink, sum = 0, j;
       for (j = 0; j < o.Lk; j++) {
         if (!o.allowed(i, j)) { s[j] = -Infinity; continue; }
         var dot = 0, qi = i * o.qStride + h * o.Dh, kj = j * o.kStride + g * o.Dh;
@@ -21,6 +24,7 @@ function attention(q, k, o) {
         if (s[j] > m) m = s[j];
       }
       for (j = 0; j < o.Lk; j++) { s[j] = s[j] === -Infinity ? 0 : Math.exp(s[j] - m); sum += s[j]; }
+      if (sink !== null) sum += Math.exp(sink - m); // the sink's share, then dropped
       for (j = 0; j < o.Lk; j++) s[j] = sum > 0 ? s[j] / sum : 0; // a row with no key: zeros
       rows.push(s);
     }
@@ -29,15 +33,33 @@ function attention(q, k, o) {
   return out;
 }
 
+// a causal sliding window of w positions (null: off) and-ed with allowed(i, j): query i sees
+// keys i - w < j <= i, as mha.modern.window_mask
+function windowed(allowed, w) {
+  return typeof w !== "number" ? allowed : function (i, j) { return j <= i && j > i - w && allowed(i, j); };
+}
+// the captions' words for a sink s (as mha.explore.sink_said): the share it took, 1 - a row's
+// sum on average over every head and query
+function sinkSaid(grids, s) {
+  if (typeof s !== "number") return "";
+  var kept = 0, n = 0;
+  grids.forEach(function (rows) {
+    rows.forEach(function (r) { for (var j = 0; j < r.length; j++) kept += r[j]; n++; });
+  });
+  kept /= n;
+  return ", sink s = " + s + ": rows sum to " + kept.toFixed(2) + " on average (" + (1 - kept).toFixed(2) + " to the sink)";
+}
 
 // chapter 07's explorer (mha.live.explorer): too many settings to list, so the page computes
-// the weights from the queries and keys Python exported (split into heads, mask, temperature,
-// softmax), the same arithmetic as mha.explore.explore_once
+// the weights from the queries and keys Python exported (split into heads, mask and window,
+// temperature, softmax with the sink), the same arithmetic as mha.explore.explore_once
 COMPUTE.explorer = function (v, data, changed, root) {
   var memo = root.mhaMemo || (root.mhaMemo = { cache: {} }), src = data.sources[v.source];
   var trained = src.kind !== "random", out = { options: {}, disabled: {}, set: {} };
   function got(key, b64) { return memo.cache[key] || (memo.cache[key] = decode(b64)); }
   ["num_heads", "num_kv_heads", "seq_len", "mask", "sentence"].forEach(function (n) { out.disabled[n] = trained; });
+  var cross = trained && !!src.cross, win = cross ? null : v.window; // cross-attention: no window
+  out.disabled.window = cross;
   out.disabled.d_model = true;
   var wasRandom = data.sources[memo.lastSource || v.source].kind === "random";
   if (changed === "source" && trained && wasRandom) {
@@ -64,13 +86,13 @@ COMPUTE.explorer = function (v, data, changed, root) {
     if (H % Hkv) Hkv = H; // a moment before the options follow
     q = got("q" + key, src.q[key]); k = got("k" + key + Hkv * Dh, src.k[key + "|" + (Hkv * Dh)]);
     tq = tk = data.tokens[v.sentence].slice(0, L);
-    o = { H: H, Hkv: Hkv, Dh: Dh, Lq: L, Lk: L, qStride: data.d_model, kStride: Hkv * Dh, T: T,
-      allowed: v.mask === "causal" ? function (i, j) { return j <= i; }
-        : v.mask === "padding" ? function (i, j) { return j < valid; } : function () { return true; } };
+    o = { H: H, Hkv: Hkv, Dh: Dh, Lq: L, Lk: L, qStride: data.d_model, kStride: Hkv * Dh, T: T, sink: v.sink,
+      allowed: windowed(v.mask === "causal" ? function (i, j) { return j <= i; }
+        : v.mask === "padding" ? function (i, j) { return j < valid; } : function () { return true; }, win) };
     titles = [];
     for (var h = 0; h < H; h++) titles.push("head " + h + (Hkv < H ? " (kv " + Math.floor(h / (H / Hkv)) + ")" : ""));
     caption = plural(H, "head") + (Hkv < H ? ", " + plural(Hkv, "key/value head") : "") + ", L = " + L + ", d_model = " + data.d_model +
-      ", T = " + T.toFixed(2) + ", mask: " + v.mask + ", seed " + seed;
+      ", T = " + T.toFixed(2) + ", mask: " + v.mask + (win ? ", causal window " + win : "") + ", seed " + seed;
     var c = data.counts[H + "," + Hkv + "," + L];
     counts = "d_head = " + Dh + ", parameters " + c[0].toLocaleString("en") + ", FLOPs " +
       c[1].toLocaleString("en") + ", KV cache values " + c[2].toLocaleString("en");
@@ -80,22 +102,27 @@ COMPUTE.explorer = function (v, data, changed, root) {
     q = got("q" + v.source + seed, view.q); k = got("k" + v.source + seed, view.k);
     tq = view.tokens_q; tk = view.tokens_k;
     o = { H: src.H, Hkv: src.H, Dh: src.Dh, Lq: tq.length, Lk: tk.length, qStride: src.H * src.Dh,
-      kStride: src.H * src.Dh, T: T, allowed: src.causal ? function (i, j) { return j <= i; } : function () { return true; } };
+      kStride: src.H * src.Dh, T: T, sink: v.sink,
+      allowed: windowed(src.causal ? function (i, j) { return j <= i; } : function () { return true; }, win) };
     titles = src.titles; caption = v.source + " (trained), " + (view.name ? "passage \"" +
       view.name + "\" (seed " + seed + ")" : "input sample " + seed) +
-      (tk.length === tq.length ? ", L = " + tq.length : ", Lq = " + tq.length + ", Lk = " + tk.length) + ", T = " + T.toFixed(2);
+      (tk.length === tq.length ? ", L = " + tq.length : ", Lq = " + tq.length + ", Lk = " + tk.length) + ", T = " + T.toFixed(2) +
+      (win ? ", causal window " + win : "");
     counts = src.note; table = src.table;
   }
+  var grids = attention(q, k, o);
+  caption += sinkSaid(grids, o.sink);
   return {
     views: { counts: { text: counts }, table: table,
-      heads: { grids: attention(q, k, o), rows: tq, cols: tk, titles: titles, caption: caption,
+      heads: { grids: grids, rows: tq, cols: tk, titles: titles, caption: caption,
         vmin: 0, vmax: 1, scale: "viridis", label: "attention weight",
         cell_min: trained ? src.cell_min : undefined } }, // a passage: cells small enough to fit
     readout: caption + ".", options: out.options, disabled: out.disabled, set: out.set,
-    unused: trained ? { d_model: 1, num_heads: 1, num_kv_heads: 1, seq_len: 1, mask: 1, sentence: 1 } : null,
+    unused: trained ? { d_model: 1, num_heads: 1, num_kv_heads: 1, seq_len: 1, mask: 1, sentence: 1, window: cross } : null,
     state: { source: v.source, seed: Number(seed), temperature: T, num_heads: trained ? src.H : v.num_heads,
       num_kv_heads: trained ? src.H : o.Hkv, seq_len: tq.length,
-      mask_kind: trained ? (src.causal ? "causal" : "none") : v.mask, sentence: v.sentence } };
+      mask_kind: trained ? (src.causal ? "causal" : "none") : v.mask, window: win, sink: v.sink,
+      sentence: v.sentence } };
 };
 
 // the explorer's second view, one head as lines (mha.live.explorer's "view" control picks the

@@ -1,0 +1,233 @@
+"""Chapter 14's live figures in Chromium: the cache per token, and a window and a sink on a head.
+
+Without a build: each figure alone in a blank page; the query-head, kv-head and window selects
+and the latent-rank slider, and the head select and the window and sink sliders, change the
+picture from the keyboard; the bars drawn equal ``mha.configs.kv_cache_bytes`` and
+``latent_cache_bytes`` per token (KiB), the plot one sequence's cache against the context
+(MiB), the weights drawn ``mha.modern.sink_attention`` of the head's queries and keys with the
+window's mask (the model's own weights, recorded, with the full window and no sink), to 1e-3,
+and the readouts the package's numbers; more kv heads than query heads snap back to the query
+heads; axe-core finds nothing in light and dark mode; at 390 x 844 with touch a tap redraws and
+nothing is wider than the screen. On the built book: the same on chapter 14's page, offline.
+"""
+
+from functools import lru_cache
+
+import pytest
+from live_figures import (
+    DRAW_MS,
+    axe_violations,
+    drawn,
+    label,
+    offline,
+    phone,
+    press,
+    readout,
+    root_of,
+    same,
+    show,
+    timing,
+    values,
+    wait_drawn,
+)
+
+from mha.configs import kv_cache_bytes, latent_cache_bytes
+from mha.live import ch14
+
+pytestmark = pytest.mark.browser
+
+PAGE = "chapters/14_modern_attention.html"
+
+
+@lru_cache(maxsize=1)
+def cache_figure():
+    return ch14.kv_bytes()
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    """Layer 1's weights (H, L, L) on the figure's line as the model computes them
+    (``mha.record_attention``; tests/test_live_ch14.py checks this against its own recording)."""
+    return ch14.head_problem()[3]
+
+
+# ----------------------------------------------------------------------------- kv-bytes
+
+def check_bytes(root):
+    v = values(root)  # the controls' values as drawn (kv_heads after the snap back)
+    h, kv, rank, window = v["num_heads"], v["kv_heads"], v["kv_rank"], v["window"]
+    assert kv <= h and h % kv == 0, v
+    kib = [kv_cache_bytes(61, h, 128) / 2**10, kv_cache_bytes(61, kv, 128) / 2**10,
+           kv_cache_bytes(61, 1, 128) / 2**10, latent_cache_bytes(61, rank, 64) / 2**10]
+    assert same(drawn(root, "sizes"), kib), v
+    mib = [[kv_cache_bytes(61, h, 128, n) / 2**20 for n in ch14.CONTEXTS],
+           [kv_cache_bytes(61, kv, 128, n) / 2**20 for n in ch14.CONTEXTS],
+           [latent_cache_bytes(61, rank, 64, n) / 2**20 for n in ch14.CONTEXTS]]
+    if window != "off":  # every layer windowed: flat from the window on
+        mib.append([kv_cache_bytes(61, kv, 128, min(n, window)) / 2**20 for n in ch14.CONTEXTS])
+    assert same(drawn(root, "growth"), mib), v
+    assert "Both axes on a log scale" in label(root, "growth")
+    text = readout(root)
+    assert text == cache_figure().state(**v)["readout"]
+    assert f"{kv_cache_bytes(61, kv, 128):,} bytes" in text
+    assert f"{latent_cache_bytes(61, rank, 64):,} bytes" in text and "cannot" not in text
+    knob = root.locator('[data-knob="kv_heads"]')
+    assert int(knob.input_value()) == ch14.KV_HEADS.index(kv)
+    return v
+
+
+def move_bytes(page, root):
+    times = []
+    for knob, key in (("kv_heads", "ArrowDown"), ("kv_rank", "ArrowLeft"),
+                      ("window", "ArrowDown"), ("num_heads", "ArrowUp"),
+                      ("num_heads", "Home"), ("window", "End"), ("kv_rank", "End"),
+                      ("num_heads", "End")):
+        before = drawn(root, "sizes") + drawn(root, "growth")
+        times.append(press(page, root, knob, key))
+        assert drawn(root, "sizes") + drawn(root, "growth") != before, f"{knob} {key}"
+        v = check_bytes(root)
+        if (knob, key) == ("num_heads", "Home"):  # 8 query heads: the 16 kv heads snap to 8
+            assert v["num_heads"] == 8 and v["kv_heads"] == 8, v
+    return times
+
+
+def test_kv_bytes_draws_the_packages_bytes(page):
+    root = show(page, ch14.kv_bytes())
+    v = check_bytes(root)
+    assert v == {"num_heads": 128, "kv_heads": 8, "kv_rank": 512, "window": "off"}
+    assert drawn(root, "sizes") == [3904, 244, 30.5, 68.625]  # KiB per token
+    text = readout(root)
+    assert "3,997,696 bytes, 56.9x the latent cache" in text and "70,272 bytes" in text
+    times = move_bytes(page, root)
+    print(f"\nchapter 14 kv bytes, key press to picture (no build): {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-len(times):])}")
+    assert not page.errors, page.errors
+
+
+def test_more_kv_heads_than_query_heads_snap_back(page):
+    """8 query heads: choosing 128 kv heads (a click, then the keyboard's End) draws 8, the
+    select shows 8, and the readout is that of 8, with no error."""
+    root = show(page, ch14.kv_bytes(num_heads=8, kv_heads=4))
+    knob = root.locator('[data-knob="kv_heads"]')
+    before = root.get_attribute("data-draws")
+    knob.select_option(str(ch14.KV_HEADS.index(128)))
+    page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                           arg=[root.element_handle(), before], timeout=5_000)
+    assert check_bytes(root)["kv_heads"] == 8 and knob.input_value() == "3"
+    press(page, root, "kv_heads", "Home")
+    assert check_bytes(root)["kv_heads"] == 1
+    press(page, root, "kv_heads", "End")
+    assert check_bytes(root)["kv_heads"] == 8
+    assert not page.errors, page.errors
+
+
+# ----------------------------------------------------------------------------- window-sink
+
+def check_sink(root, recorded):
+    v = values(root)
+    head, window, sink = v["head"], v["window"], v["sink"]
+    w, on_sink = ch14.sink_weights(head, window, sink)
+    assert same(drawn(root, "weights"), [w.tolist()]), v
+    if (window, sink) == ("full", "off"):  # the model's own weights
+        assert same(drawn(root, "weights"), [recorded[head].tolist()]), v
+    nl = [i for i, ch in enumerate(ch14.TEXT) if ch == "\n"]
+    breaks = w[:, nl].sum(-1)
+    trained = ch14.sink_weights(head, "full", "off")[0][:, nl].sum(-1)
+    # no sink: zeros on the sink; the line as trained only where it differs from the first
+    lines = [breaks.tolist(), on_sink.tolist()]
+    if (window, sink) != ("full", "off"):
+        lines.append(trained.tolist())
+    assert same(drawn(root, "shares"), lines), v
+    text = readout(root)
+    assert f"on average {100 * float(breaks.mean()):.1f}% of its weight on the line break" \
+        in text, text
+    if sink == "off":
+        assert "every row sums to 1" in text
+    else:
+        assert f"{100 * float(on_sink.mean()):.1f}% on the sink" in text
+        assert f"a row sums to {1 - float(on_sink.mean()):.3f}" in text
+    assert "\u21b5" in label(root, "weights")  # the line break, said to a screen reader
+    return v
+
+
+def move_sink(page, root, recorded):
+    times = []
+    for knob, key in (("window", "ArrowRight"), ("sink", "ArrowRight"), ("sink", "End"),
+                      ("head", "ArrowDown"), ("window", "End"), ("head", "End"),
+                      ("sink", "Home"), ("window", "Home")):
+        before = drawn(root, "weights") + drawn(root, "shares")
+        times.append(press(page, root, knob, key))
+        assert drawn(root, "weights") + drawn(root, "shares") != before, f"{knob} {key}"
+        check_sink(root, recorded)
+    return times
+
+
+def test_window_sink_draws_sink_attention(page, recorded):
+    root = show(page, ch14.window_sink())
+    v = check_sink(root, recorded)
+    assert (v["head"], v["window"], v["sink"]) == (0, "full", "off")
+    assert label(root, "weights").count("\u21b5") >= 2  # a row label and a column label
+    times = move_sink(page, root, recorded)
+    assert values(root)["head"] == ch14.HEADS[-1]
+    print(f"\nchapter 14 window and sink, key press to picture (no build): {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-len(times):])}")
+    assert not page.errors, page.errors
+
+
+# ----------------------------------------------------------------------------- both
+
+@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
+def test_ch14_figures_pass_axe(page, dark):
+    for figure in (ch14.kv_bytes(), ch14.window_sink()):
+        show(page, figure, dark=dark)
+        problems = axe_violations(page)
+        assert not problems, f"{figure.name} ({'dark' if dark else 'light'}): {problems}"
+
+
+def test_phone_touch(browser, recorded):
+    """390 x 844 with touch: a tap on a slider redraws; nothing is wider than the screen."""
+    context = phone(browser)
+    page = context.new_page()
+    try:
+        for figure, knob in ((ch14.kv_bytes(), "kv_rank"), (ch14.window_sink(), "sink")):
+            root = show(page, figure)
+            before = root.get_attribute("data-draws")
+            root.locator(f'[data-knob="{knob}"]').tap()  # the slider's middle: a new value
+            page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                                   arg=[root.element_handle(), before], timeout=5_000)
+            widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
+                                   "'.mha-live canvas, .mha-live .mha-control, .mha-live table')]"
+                                   ".map(e => e.getBoundingClientRect().right))")
+            assert widest <= 390, f"{figure.name}: {widest} px wide on a 390 px screen"
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390
+            if figure.name == "kv-bytes":
+                assert values(root)["kv_rank"] != 512
+                check_bytes(root)
+            else:
+                assert values(root)["sink"] != "off"
+                check_sink(root, recorded)
+    finally:
+        context.close()
+
+
+def test_chapter_14_figures_live_in_the_built_book(page, book_url, recorded):
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    outside = offline(page, book_url)  # nothing may come from outside the book
+    response = page.goto(f"{book_url}/{PAGE}", wait_until="load")
+    assert response is not None and response.ok, f"{PAGE} is missing from the built book"
+    cache, sink = root_of(page, "kv-bytes"), root_of(page, "window-sink")
+    for root in (cache, sink):
+        wait_drawn(page, root)
+    cache.scroll_into_view_if_needed()
+    check_bytes(cache)
+    times = move_bytes(page, cache)
+    sink.scroll_into_view_if_needed()
+    check_sink(sink, recorded)
+    assert values(sink)["window"] == "full"
+    assert drawn(sink, "weights")[0][0] == [1] + [0] * (len(ch14.TEXT) - 1)  # query 0: itself
+    times += move_sink(page, sink, recorded)
+    print(f"\nchapter 14 (built book), key press to picture: {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-len(times):])}")
+    assert not errors, errors
+    assert not outside, outside
