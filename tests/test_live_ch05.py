@@ -96,3 +96,21 @@ def test_bad_arguments_are_named():
         ch05.split_explorer(feature=512)
     with pytest.raises(ValueError, match="expansion must be one of"):
         ch05._expand(torch.tensor([1, 2]), 2, "tile")
+
+
+def test_a_number_the_bug_leaves_in_place_is_called_luck():
+    """With the reshape bug a few numbers come back where they started (the first of every
+    head's block, among others): the readout says so and how few, and the merge panel's title
+    says why its stripes look like a correct round trip's."""
+    back = int((ch05.merge_heads(ch05.layout(8, wrong=True)) == ch05.numbers()).sum())
+    assert 0 < back < 9 * 512
+    s = ch05.split_state(8, 0, 0, wrong=True)
+    assert s["state"]["back"] == [0, 0]
+    assert f"where it started, by luck: the wrong round trip leaves only {back:,} of the 4,608" \
+        in s["readout"]
+    assert "a correct round trip's stripes" in s["views"]["strips"]["panels"][2]["title"]
+    right = ch05.split_state(8, 0, 0, wrong=False)
+    assert right["readout"].count("where it started.") == 1 and "luck" not in right["readout"]
+    assert "stripes" not in right["views"]["strips"]["panels"][2]["title"]
+    one_head = ch05.split_state(1, 0, 0, wrong=True)  # one head: the reshape is the identity
+    assert "luck" not in one_head["readout"]

@@ -68,13 +68,16 @@ def split_state(num_heads, token, feature, wrong=False):
         head_of[split[0, i].flatten() - 1] = i
     name = "reshape without transpose" if wrong else "split_heads"
     home = (t2, f2) == (token, feature)
+    back = int((merged == numbers()).sum())  # numbers the round trip leaves where they were
     panels = [
         {"title": f"input (1, 9, 512): colour = the head that {name} gives each number to",
          "grid": head_of.reshape(L, D_MODEL).tolist(), "focus": [token, feature]},
         {"title": f"{name} -> (1, {num_heads}, 9, {d_head}): the heads side by side",
          "grid": [[i] * d_head for i in range(num_heads) for _ in range(L)],
          "focus": [h, row, col]},
-        {"title": "merge_heads -> (1, 9, 512): colour = the head each number came from",
+        {"title": "merge_heads -> (1, 9, 512): colour = the head each number came from"
+                  + (" (a correct round trip's stripes, other numbers in them)" if wrong
+                     and num_heads > 1 else ""),
          "grid": head_of[merged[0] - 1].tolist(), "focus": [t2, f2]}]
     path = table(["step", "index", "value"],
                  [["input", f"[0, {token}, {feature}]", n],
@@ -94,7 +97,9 @@ def split_state(num_heads, token, feature, wrong=False):
         "readout": (f"{n:,} (token {token} \"{TOKENS[token]}\", feature {feature}): {name} "
                     f"puts it in head {h}, row {row}, column {col} ({how}); merge_heads "
                     f"brings it to token {t2}, feature {f2}"
-                    + (", where it started." if home else
+                    + ((", where it started." if back == L * D_MODEL else
+                        f", where it started, by luck: the wrong round trip leaves only "
+                        f"{back:,} of the {L * D_MODEL:,} numbers in place.") if home else
                        f", not where it started (token {token}, feature {feature}).")
                     + (" The real harm is inside attention: a row of a head is no longer one "
                        "token, so the head compares pieces of different tokens."

@@ -65,6 +65,10 @@ CSS = """<style>
 .mha-live caption{text-align:left;color:inherit}
 .mha-live .mha-error{color:#b00020}
 html[data-theme=dark] .mha-live .mha-error{color:#ff8a80}
+@media (pointer:coarse){.mha-live .mha-control,.mha-live .mha-control select,
+ .mha-live .mha-control input[type=range]{min-height:44px}
+ .mha-live .mha-control button{min-width:44px;min-height:44px}
+ .mha-live .mha-control input[type=checkbox]{width:28px;height:28px}}
 </style>"""
 
 

@@ -122,6 +122,17 @@ def test_split_explorer_draws_what_the_package_computes(page):
     assert not page.errors, page.errors
 
 
+def test_split_explorer_says_when_the_bug_leaves_a_number_in_place(page):
+    """Token 0, feature 0 comes back home even with the bug: the page says "by luck" and how
+    few numbers do, as Python does (check_split compares the whole readout)."""
+    root = show(page, ch05.split_explorer(num_heads=8, token=0, feature=0, wrong=True))
+    assert check_split(root)["back"] == [0, 0]
+    assert "by luck" in readout(root)
+    press(page, root, "wrong", "Space")  # the correct split: home, and no luck about it
+    assert "by luck" not in readout(root) and check_split(root)["wrong"] is False
+    assert not page.errors, page.errors
+
+
 def test_fold_valid_lens_draws_what_pytorch_computes(page):
     root = show(page, ch05.fold_valid_lens())
     v = check_fold(root)

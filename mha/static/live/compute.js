@@ -161,7 +161,9 @@ COMPUTE["split-heads"] = function (v, data, changed, root) {
       grids[0].push(a); grids[2].push(b);
     }
     for (var h0 = 0; h0 < H; h0++) for (r = 0; r < R; r++) { var row = []; for (p = 0; p < Dh; p++) row.push(h0); grids[1].push(row); }
-    memo[key] = { merged: merged, pos: pos, grids: grids };
+    var back = 0; // numbers the round trip leaves where they were
+    for (p = 0; p < merged.length; p++) if (merged[p] === input[p]) back++;
+    memo[key] = { merged: merged, pos: pos, grids: grids, back: back };
   }
   var m = memo[key], n = input[v.token * C + v.feature], at = m.pos[n - 1];
   var h = Math.floor(at / (R * Dh)), rw = Math.floor(at / Dh) % R, col = at % Dh;
@@ -181,14 +183,17 @@ COMPUTE["split-heads"] = function (v, data, changed, root) {
             grid: m.grids[0], focus: [v.token, v.feature] },
           { title: name + " -> (1, " + H + ", 9, " + Dh + "): the heads side by side", grid: m.grids[1],
             focus: [h, rw, col] },
-          { title: "merge_heads -> (1, 9, 512): colour = the head each number came from",
+          { title: "merge_heads -> (1, 9, 512): colour = the head each number came from" +
+              (v.wrong && H > 1 ? " (a correct round trip's stripes, other numbers in them)" : ""),
             grid: m.grids[2], focus: [t2, f2] }] },
       path: { columns: ["step", "index", "value"], caption: "The number " + nn + ", step by step",
         rows: [["input", "[0, " + v.token + ", " + v.feature + "]", n], [name, "[0, " + h + ", " + rw + ", " + col + "]", n],
           ["merge_heads", "[0, " + t2 + ", " + f2 + "]", n]] } },
     readout: nn + " (token " + v.token + " \"" + tok[v.token] + "\", feature " + v.feature + "): " + name +
       " puts it in head " + h + ", row " + rw + ", column " + col + " (" + how + "); merge_heads brings it to token " +
-      t2 + ", feature " + f2 + (home ? ", where it started." : ", not where it started (token " + v.token +
+      t2 + ", feature " + f2 + (home ? (m.back === R * C ? ", where it started." : ", where it started, by luck:" +
+      " the wrong round trip leaves only " + m.back.toLocaleString("en") + " of the " + (R * C).toLocaleString("en") +
+      " numbers in place.") : ", not where it started (token " + v.token +
       ", feature " + v.feature + ").") + (v.wrong && H > 1 ? " The real harm is inside attention: a row of a head is" +
       " no longer one token, so the head compares pieces of different tokens." : ""),
     state: { num_heads: H, token: v.token, feature: v.feature, wrong: v.wrong, number: n, head: h, row: rw,
