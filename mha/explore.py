@@ -49,7 +49,7 @@ import torch
 
 from ._threads import one_thread
 from .counts import count_flops, count_parameters
-from .sources import TRAINED_SOURCES, passages_said
+from .sources import TRAINED_SOURCES, passages_said, rows_said
 
 __all__ = ["DEFAULTS", "EXAMPLE_SENTENCES", "MASK_KINDS", "SINKS", "SOURCES", "WINDOWS",
            "ExplorerResult", "build_layer", "embed_tokens", "explore_once", "knob_labels",
@@ -114,7 +114,7 @@ class ExplorerResult:
                     f"inputs and mask. {seed} and <b>temperature</b> "
                     f"divides its scores (1 = as trained; choosing a trained source from the random "
                     f"layer resets it to 1); <b>window</b> and <b>sink</b> apply too; the other "
-                    f"knobs are the model's.</div>")
+                    f"knobs are the model's. {html.escape(rows_said(c['source']))}</div>")
         d_head = c["d_model"] // c["num_heads"]
         rows = [("d_head = d_model / num_heads", d_head),
                 ("query heads per key/value head", c["num_heads"] // c["num_kv_heads"])]

@@ -36,7 +36,7 @@ import torch
 from .language_model import GLYPHS
 
 __all__ = ["GLYPHS", "TEXT_PATTERNS", "TRAINED_SOURCES", "TrainedView", "head_table",
-           "passages_said", "text_labels", "trained_view", "trained_views"]
+           "passages_said", "rows_said", "text_labels", "trained_view", "trained_views"]
 
 
 def _text_layers():
@@ -124,6 +124,20 @@ def _passage(seed):
     i = seed % len(PASSAGES)
     name, text = list(PASSAGES.items())[i]
     return i, name, text[:TEXT_CHARS]
+
+
+def rows_said(source):
+    """What the rows of a translator source's heatmaps are, for a note (the two kinds of
+    decoder layer label their rows differently); "" for the other sources."""
+    kind = TRAINED_SOURCES.get(source, (None, None, None))[2]
+    if source.startswith("translator decoder"):
+        return ("Rows and columns are the decoder's input tokens: row t is the token fed in at "
+                "position t (<s>, then the words written so far), whose output predicts the "
+                "next word.")
+    if kind == "cross":
+        return ("Rows are the words being written: row t is the decoder position that writes "
+                "word t (its input is the word before it); columns are the source words.")
+    return ""
 
 
 def passages_said(seeds=None):

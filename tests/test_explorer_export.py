@@ -8,6 +8,7 @@ window and sink settings.
 """
 
 import base64
+import html
 import json
 import re
 import shutil
@@ -474,3 +475,21 @@ def test_the_widgets_temperature_slider_has_the_pages_stops():
         webview.temperature_grid(0.5))
     ex.controls["temperature"].value = 10.0
     assert ex.result.ok and ex.result.config["temperature"] == 10.0
+
+
+def test_translator_notes_say_what_the_rows_are():
+    """The decoder's rows are its input tokens, cross-attention's the words being written: the
+    page's note and the widget's say which, the same words; other sources say nothing of it."""
+    from mha.explore import explore_once
+    from mha.live.explorer import explorer_data
+    from mha.sources import rows_said
+
+    sources = explorer_data()["sources"]
+    for name in ("translator decoder: layer 0", "translator cross-attention: layer 1"):
+        said = rows_said(name)
+        assert said and said in sources[name]["note"]
+        assert html.escape(said) in explore_once(source=name).counts_html()
+    assert "input tokens" in rows_said("translator decoder: layer 1")
+    assert "words being written" in rows_said("translator cross-attention: layer 0")
+    for name in ("letters model: layer 0", "translator encoder: layer 0"):
+        assert rows_said(name) == "" and "Rows" not in sources[name]["note"]

@@ -87,7 +87,7 @@ def test_each_model_is_offered_only_its_own_contexts():
         for kind in ch11.KINDS:
             for context in ch11.CONTEXTS:
                 s = fig.state(model=name, kind=kind, context=context)
-                assert s["limits"] == {"context": {"max": top}}
+                assert s["limits"] == {"context": {"max": top, "reset": "model", "to": "max"}}
                 assert s["state"]["context"] == min(context, c.context)
                 assert max(s["views"]["growth"]["x"]) == c.context
     assert ch11.CONTEXTS[0] == 512 and ch11.CONTEXTS[-1] == max(c.context for c in

@@ -222,8 +222,10 @@ def size_state(model, kind, context):
                           caption=f"Cache of {context:,} tokens, all kept (accent: chosen)"),
             "growth": growth},
         "readout": readout,
-        # the context slider stops at this model's context (a limit the front end applies)
-        "limits": {"context": {"max": CONTEXTS.index(contexts[-1])}},
+        # the context slider stops at this model's context, and choosing a model moves it
+        # there (the table's number for that model): limits the front end applies
+        "limits": {"context": {"max": CONTEXTS.index(contexts[-1]), "reset": "model",
+                               "to": "max"}},
         "state": {"model": model, "kind": kind, "context": context,
                   "mib": None if kv is None else sizes[KINDS.index(kind)],
                   "built_mib": as_built},

@@ -197,7 +197,7 @@ def _random_data(sentences):
 
 
 def _trained_data(source):
-    from ..sources import TRAINED_SOURCES, head_table, passages_said, trained_views
+    from ..sources import TRAINED_SOURCES, head_table, passages_said, rows_said, trained_views
 
     views = {}
     for seed, v in zip(STATIC_SEEDS, trained_views(source, STATIC_SEEDS)):
@@ -217,7 +217,7 @@ def _trained_data(source):
                      f"{', causal' if v.causal else ''}. Its size, mask and inputs are the "
                      f"model's own: {picks}, temperature divides its "
                      f"scores (1 = as trained; choosing a trained source from the random "
-                     f"layer resets it to 1).")}
+                     f"layer resets it to 1). {rows_said(source)}").strip()}
 
 
 def explorer_data(sources=None):

@@ -128,7 +128,9 @@ def test_kv_cache_size_draws_kv_cache_bytes(page):
 
 def test_the_context_slider_stops_at_each_models_context(page):
     """Mistral 7B at the end of its slider (8,192), then GPT-3 175B: the slider's end moves to
-    2,048 and the value with it; back to Mistral, the end is 8,192 again."""
+    2,048 and the value with it; back to Mistral, the end is 8,192 again. Choosing a model moves
+    the slider to that model's own context, so the bars show the chapter table's number (Llama 2
+    7B: 2 GiB at 4,096 tokens, not 1 GiB at the 2,048 the slider was left at)."""
     root = show(page, ch11.kv_cache_size(model="Mistral 7B", context=8192))
     assert values(root)["built_mib"] == 512  # the sliding window: 4,096 positions kept
     model = root.locator('[data-knob="model"]')
@@ -141,8 +143,16 @@ def test_the_context_slider_stops_at_each_models_context(page):
     model.select_option(str(list(MODELS).index("Mistral 7B")))
     page.wait_for_function("el => JSON.parse(el.dataset.state).model === 'Mistral 7B'",
                            arg=root.element_handle(), timeout=5_000)
-    press(page, root, "context", "End")
-    assert check_size(root)["context"] == 8192
+    assert check_size(root)["context"] == 8192  # the model chosen: its own context
+    press(page, root, "context", "Home")
+    press(page, root, "context", "ArrowRight")
+    press(page, root, "context", "ArrowRight")
+    assert check_size(root)["context"] == 2048
+    model.select_option(str(list(MODELS).index("Llama 2 7B")))
+    page.wait_for_function("el => JSON.parse(el.dataset.state).model === 'Llama 2 7B'",
+                           arg=root.element_handle(), timeout=5_000)
+    now = check_size(root)
+    assert now["context"] == 4096 and now["built_mib"] == 2048  # the table's 2 GiB
     assert not page.errors, page.errors
 
 

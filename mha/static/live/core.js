@@ -10,7 +10,8 @@
  *         text|lines|arrows|strips, label}], states: {"i,j,...": state} | compute: NAME, data}
  * state = {views: {NAME: data}, readout: "what the picture shows", state: {...}, disabled:
  *          {control: bool}, options: {control: [indices offered]}, limits: {control: {max,
- *          reset}} (a slider's last index here, and the control that sends it back to 0)}; with listed states a
+ *          reset, to}} (a slider's last index here, and the control that sends it back to 0, or
+ *          to max with to: "max")}; with listed states a
  *          view's data is an index into spec.pool (each distinct picture stored once)
  * A state is looked up by the controls' indices joined with ","; a figure whose states are too
  * many to list names a compute function registered here (COMPUTE) that makes one from spec.data.

@@ -155,13 +155,14 @@ function mount(root) {
   }
   // a listed state may limit a slider to its first max + 1 values (chapter 13: the block
   // slider runs to the last block of this block size) and send it back to 0 when the control
-  // named in reset moves: {limits: {control: {max, reset}}}; true when a value changed
+  // named in reset moves, or to max with to: "max" (chapter 11: a model's own context):
+  // {limits: {control: {max, reset, to}}}; true when a value changed
   function limit(limits, changed) {
     var moved = false;
     Object.keys(limits).forEach(function (name) {
       var c = ctl[name], lim = limits[name], old = c.input.value;
       c.input.max = String(lim.max);
-      if (lim.reset && changed === lim.reset) c.input.value = "0";
+      if (lim.reset && changed === lim.reset) c.input.value = lim.to === "max" ? String(lim.max) : "0";
       if (Number(c.input.value) > lim.max) c.input.value = String(lim.max);
       if (c.input.value !== old) moved = true;
     });
