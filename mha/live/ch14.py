@@ -14,8 +14,9 @@
 * ``window_sink()``: the Shakespeare model (``mha.language_model``) on a held-out line. A head
   of layer 1 is recomputed from its own queries and keys (the layer's input, recorded, through
   W_q, W_k and ``mha.rotary.apply_rope``) with a causal sliding window of w positions
-  (``mha.modern.window_mask``) and a sink logit s (``mha.modern.sink_attention``: the softmax
-  of [scores | s] without the sink's column, so a row sums to less than 1; "off" is s = -inf).
+  (``mha.modern.window_mask``) and a sink logit b (``mha.modern.sink_attention``: the softmax
+  of [scores | b] without the sink's column, so a row sums to less than 1; "off" is b = -inf;
+  b as in the chapter, where s are the scores).
   With the full window and no sink the weights are the model's own (``mha.record_attention``).
   The heatmap is the weights; the plot each query's weight on the line breaks and on the sink.
 
@@ -182,9 +183,9 @@ def sink_weights(head, window, sink):
     L, g = q.size(-2), head // (q.size(1) // k.size(1))  # g: the head's key/value head
     window = L if window == "full" else window
     allowed = window_mask(L, L, window)  # (L, L): i - w < j <= i
-    s = torch.tensor([-math.inf if sink == "off" else float(sink)])  # -inf: exp(-inf) = 0
+    b = torch.tensor([-math.inf if sink == "off" else float(sink)])  # -inf: exp(-inf) = 0
     with torch.no_grad(), one_thread():
-        _, w = sink_attention(q[:, head:head + 1], k[:, g:g + 1], v[:, g:g + 1], s, allowed,
+        _, w = sink_attention(q[:, head:head + 1], k[:, g:g + 1], v[:, g:g + 1], b, allowed,
                               scale)  # (1, 1, L, L)
     w = w[0, 0]  # (1, 1, L, L) -> (L, L)
     return w, torch.zeros(L) if sink == "off" else (1 - w.sum(-1)).clamp(min=0)  # (L,)
