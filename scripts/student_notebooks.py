@@ -2,11 +2,17 @@
 
 Usage: python scripts/student_notebooks.py OUTPUT_DIR [NOTEBOOK ...]   (default: chapters/*.ipynb)
 
-Removes every ```{solution} ...``` block from markdown cells (fenced with three backticks or
-more) and every cell from a ```{solution-start}``` marker to its ```{solution-end}``` marker,
-inclusive. Exercises, starter cells and ``mha.exercises.check`` calls stay, so students still
-get the automatic checks. ``scripts/assignments.py`` (``make assignments``) builds on the same
-functions.
+Removes every ```{solution} ...``` block from markdown cells (fenced with
+three backticks or more), every cell from a ```{solution-start}``` marker to
+its ```{solution-end}``` marker, inclusive, and every book-only code cell: a
+cell tagged ``remove-cell`` is hidden on the website but runs in the
+notebook, and these cells check the chapter's numbers, some of them the
+answers to its exercises (``book_only``; the set-up cell that installs the
+package stays). Outputs are cleared. Exercises, starter cells and
+``mha.exercises.check`` calls stay, so students still get the automatic
+checks. ``scripts/assignments.py`` (``make assignments``) builds on the same
+functions; tests/assignments/test_course.py looks for every solution's lines
+in every copy.
 """
 
 import json
@@ -90,8 +96,18 @@ def split_solutions(nb: dict) -> tuple[list, dict]:
     return cells, regions
 
 
+def book_only(cell: dict) -> bool:
+    """Whether ``cell`` is a book-only code cell: tagged ``remove-cell`` (the
+    book's own checks and glued numbers), other than the set-up cell that
+    installs the package."""
+    tags = cell["metadata"].get("tags", [])
+    return (cell["cell_type"] == "code" and "remove-cell" in tags
+            and "pip install" not in source(cell))
+
+
 def strip_solutions(nb: dict) -> dict:
-    """The notebook without its solutions (a new dict; ``nb`` is not changed)."""
+    """The notebook without its solutions, its book-only cells and its
+    outputs (a new dict; ``nb`` is not changed)."""
     cells = []
     for cell in split_solutions(nb)[0]:
         if cell["cell_type"] == "markdown":
@@ -99,6 +115,10 @@ def strip_solutions(nb: dict) -> dict:
             if not text.strip():
                 continue
             cell = {**cell, "source": text.splitlines(True)}
+        elif book_only(cell):
+            continue
+        elif cell["cell_type"] == "code":
+            cell = {**cell, "outputs": [], "execution_count": None}
         cells.append(cell)
     return {**nb, "cells": cells}
 

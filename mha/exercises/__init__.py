@@ -8,7 +8,9 @@ wrong kind (None, a numpy array, a tuple, the wrong shape, NaN), an input change
 call that runs past the time limit (``time_limit`` seconds per case; a line every few seconds
 says it is still running) all end in a short message. An unsolved stub (it raises
 ``NotImplementedError`` or returns None on every case) gets one line saying what to do. The
-global random state (torch, ``random``, numpy) is left as the reader had it::
+global random state (torch, ``random``, numpy) is left as the reader had it.
+``hints=False`` (or the environment variable ``MHA_EXERCISE_HINTS=off``, for an
+assessed lab) leaves the hints out of the report::
 
     from mha.exercises import Case, register, check
 
@@ -47,7 +49,7 @@ from typing import Callable
 
 import torch
 
-__all__ = ["Case", "CheckResult", "available", "check", "register"]
+__all__ = ["Case", "CheckResult", "available", "check", "hints_on", "register"]
 
 TIME_LIMIT = 10.0  # seconds per case, unless a check or a call says otherwise
 _TICK = 3.0  # seconds between two "still running" lines
@@ -389,11 +391,25 @@ def _judge(spec, expected, actual):
                 f"{type(error).__name__}: {str(error)[:120]})")
 
 
-def check(name, fn, *, verbose=True, time_limit=None):
+def hints_on(hints=None):
+    """Whether a report shows its hints: ``hints`` if it is a bool, else the
+    environment variable ``MHA_EXERCISE_HINTS`` (``off``, ``0``, ``no`` or
+    ``false`` turn them off; on by default)."""
+    if hints is not None:
+        if not isinstance(hints, bool):
+            raise TypeError(f"hints must be a bool or None; got {hints!r}")
+        return hints
+    value = os.environ.get("MHA_EXERCISE_HINTS", "on").strip().lower()
+    return value not in ("off", "0", "no", "false")
+
+
+def check(name, fn, *, verbose=True, time_limit=None, hints=None):
     """Run the reader's ``fn`` against the reference of check ``name`` on every case; print a
     report and return a ``CheckResult``. A wrong or misbehaving ``fn`` is reported, not raised.
 
     ``time_limit`` (seconds per case) overrides the check's own (10 s unless it says otherwise).
+    ``hints=False`` leaves the hints out of the report and the failures (see
+    ``hints_on``).
     """
     if not isinstance(name, str) or name not in _REGISTRY:
         raise ValueError(f"name must be the name of a check; got {name!r}. Available checks: "
@@ -405,6 +421,7 @@ def check(name, fn, *, verbose=True, time_limit=None):
         raise TypeError(f"verbose must be a bool; got {verbose!r}")
     spec = _REGISTRY[name]
     limit = spec.time_limit if time_limit is None else _positive_seconds("time_limit", time_limit)
+    hint_text = spec.hint if hints_on(hints) else ""
     label = getattr(fn, "__name__", None) or "your function"
     if label == "<lambda>":
         label = "your function"
@@ -438,7 +455,7 @@ def check(name, fn, *, verbose=True, time_limit=None):
                                + (f"; also {message}" if message else ""))
             stubs.append(isinstance(message, _Stub))
             if message:
-                hint = f" Hint: {spec.hint}" if spec.hint else ""
+                hint = f" Hint: {hint_text}" if hint_text else ""
                 timeout = "timeout" if isinstance(message, _Timeout) else ""
                 failures.append(f"{timeout}case '{case.name}': {message}.{hint}")
             lines.append(f"  {'FAIL' if message else 'ok  '} {case.name}"
@@ -461,8 +478,8 @@ def check(name, fn, *, verbose=True, time_limit=None):
               else f"{len(failures)} of {len(cases)} cases failed"
               + (f", {skipped} not run." if skipped else "."))
     report = [header, *lines, footer]
-    if not passed and spec.hint:
-        report.append(f"Hint: {spec.hint}")
+    if not passed and hint_text:
+        report.append(f"Hint: {hint_text}")
     show("\n".join(report))
     return CheckResult(name, passed, failures)
 

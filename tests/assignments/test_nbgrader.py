@@ -1,32 +1,37 @@
-"""`make assignments` with the real nbgrader: generate, release, autograde, feedback.
+"""`make assignments` with the real nbgrader: generate, release, autograde,
+feedback.
 
-Runs with the nbgrader venv's Python (`make assignments-test`; the book's `.venv` has no
-nbgrader, so `make unit` leaves this folder out by path). One course is written to a temporary
-folder by scripts/assignments.py and every chapter goes through `nbgrader generate_assignment`.
-Full-notebook autograding costs a chapter's whole run (5 to 50 s on 2 cores), so the correct
-submissions are autograded for the chapters in AUTOGRADED (every kind of exercise, the quick
-chapters) and the wrong ones for two of them; `ASSIGNMENTS_AUTOGRADE=all` autogrades every
-chapter. For every chapter, the generated answer cells (the solutions) and test cells are also
-run together, without the rest of the chapter, so each chapter's test cells are shown to pass
-on the solution.
+Runs with the nbgrader venv's Python (`make assignments-test`; the book's
+`.venv` has no nbgrader, so `make unit` leaves this folder out by path). The
+course is the session's (course_fixture.py: `make assignments` into a
+temporary folder, with appendix/teachers.md's example question in the
+preface). Full-notebook autograding costs a chapter's whole run (5 to 50 s on
+2 cores), so the correct submissions are autograded for the chapters in
+AUTOGRADED (every kind of exercise, the quick chapters) and the wrong ones for
+two of them, without the course's verification (mha_course.VerifyGrades: the
+notebook's code run again apart from its kernel, which test_course.py's
+learning-platform submissions go through); `ASSIGNMENTS_AUTOGRADE=all`
+autogrades every chapter, and verifies each correct submission. For every
+chapter, the generated answer cells (the solutions) and the visible part of
+the test cells are also run together, without the rest of the chapter, so
+each chapter's test cells are shown to pass on the solution (the hidden part,
+the course's grade, is run on every check in test_course.py).
 """
 
 import html
-import json
+import importlib.util
 import os
 import re
-import subprocess
 import sys
-import time
-from pathlib import Path
 
+import course_fixture
 import pytest
 import torch
+from course_fixture import ROOT, nbgrader, read, scores
 from nbgrader.api import Gradebook
 
 import mha
 
-ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import assignments  # noqa: E402
 import student_notebooks  # noqa: E402
@@ -34,24 +39,13 @@ import student_notebooks  # noqa: E402
 CHAPTERS = sorted(p.stem for p in (ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 AUTOGRADED = ["00_preface", "01_soft_lookup", "02_scaled_dot_product", "12_positions",
               "13_fast_attention"]
+# the verification runs a chapter again: for every chapter's correct
+# submission with ASSIGNMENTS_AUTOGRADE=all, else not here
+VERIFY = ["--VerifyGrades.enabled=False"]
 if os.environ.get("ASSIGNMENTS_AUTOGRADE") == "all":
-    AUTOGRADED = CHAPTERS
-BIN = Path(sys.executable).parent  # nbgrader runs `alembic` from PATH
-ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-
-
-def nbgrader(course, *args):
-    start = time.monotonic()
-    run = subprocess.run([str(BIN / "nbgrader"), *args], cwd=course, env=ENV, text=True,
-                         capture_output=True, timeout=900)
-    print(f"nbgrader {' '.join(args)}: {time.monotonic() - start:.1f} s")
-    assert run.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{run.stdout}{run.stderr}"
-    assert "[ERROR]" not in run.stderr and "| ERROR]" not in run.stderr, run.stderr
-    return run
-
-
-def read(path):
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    AUTOGRADED, VERIFY = CHAPTERS, []
+QUESTION = f"course-{course_fixture.QUESTION}"  # the example question's ids
+HIDDEN = "### BEGIN HIDDEN TESTS"
 
 
 def source_text(nb, kinds=("code", "markdown")):
@@ -63,26 +57,25 @@ def grade_cells(nb, prefix):
             if c["metadata"].get("nbgrader", {}).get("grade_id", "").startswith(prefix)}
 
 
+def visible(text):
+    """The part of a test cell students see (before the hidden tests)."""
+    return text.split(HIDDEN)[0]
+
+
+def hidden(text):
+    """The hidden part of a test cell."""
+    return text.split(HIDDEN, 1)[1]
+
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    course = tmp_path_factory.mktemp("course")
-    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "assignments.py"), str(course)],
-                         text=True, capture_output=True)
-    assert run.returncode == 0, run.stdout + run.stderr
-    nbgrader(course, "generate_assignment", "*")
-    return course
+    return course_fixture.shared_course(tmp_path_factory)
 
 
 def submit(course, student, chapter, nb):
     folder = course / "submitted" / student / chapter
     folder.mkdir(parents=True, exist_ok=True)
     student_notebooks.write_notebook(nb, folder / f"{chapter}.ipynb")
-
-
-def scores(course, student, chapter):
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        notebook = gb.find_submission_notebook(chapter, chapter, student)
-        return {g.name: (g.score, g.max_score, g.needs_manual_grade) for g in notebook.grades}
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -95,6 +88,12 @@ def test_every_chapter_is_an_assignment_without_its_solutions_in_the_release(cou
     labels = re.findall(r":label: (ex-\S+)", source_text(chapter_nb, ("markdown",)))
     checks, answers = grade_cells(release, "check-"), grade_cells(release, "answer-")
     assert checks, f"{chapter}: no autograded check"
+    # the course's own question, in the preface only
+    own = {f"check-{QUESTION}", f"answer-{QUESTION}"}
+    ours = bool(own & set(checks) and own & set(answers))
+    assert (chapter == "00_preface") == ours
+    checks = {g: c for g, c in checks.items() if g not in own}
+    answers = {g: c for g, c in answers.items() if g not in own}
     _, regions = student_notebooks.split_solutions(chapter_nb)
     coded = {label for label in regions if "check(" in source_text({"cells": regions[label]})}
     assert set(labels) == {g[len("answer-"):] for g in answers}  # one answer cell each
@@ -103,6 +102,12 @@ def test_every_chapter_is_an_assignment_without_its_solutions_in_the_release(cou
         meta = cell["metadata"]["nbgrader"]
         assert meta["locked"] and meta["points"] == assignments.CHECK_POINTS
         assert "assert result.passed" in student_notebooks.source(cell)
+        # the grade is not released; the teacher's copy grades with the grader
+        assert HIDDEN not in student_notebooks.source(cell)
+    for grade_id in checks:
+        teacher = grade_cells(source, grade_id)[grade_id]
+        teacher = student_notebooks.source(teacher)
+        assert HIDDEN in teacher and '["grade"]' in hidden(teacher)
     for cell in answers.values():
         if cell["cell_type"] == "markdown":
             meta = cell["metadata"]["nbgrader"]
@@ -123,6 +128,7 @@ def test_every_chapter_is_an_assignment_without_its_solutions_in_the_release(cou
     leaked = [line for line in solution_lines if line in text]
     assert not leaked, f"{chapter}: the release holds solution lines {leaked[:3]}"
     assert "### BEGIN SOLUTION" not in text and "solution_" not in text
+    assert HIDDEN not in text and "mha_grader" not in text
     # and the source (the teacher's copy) does hold them, between the markers
     assert source_text(source).count("### BEGIN SOLUTION") >= len(checks)
     answer_code = [c for c in release["cells"] if c["cell_type"] == "code"
@@ -137,7 +143,8 @@ def test_every_chapter_is_an_assignment_without_its_solutions_in_the_release(cou
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_the_test_cells_pass_on_the_solutions_and_fail_on_the_stubs(course, chapter, capsys):
-    # every chapter: the teacher's answer cells, then the test cells, in a fresh namespace
+    # every chapter: the teacher's answer cells, then the visible part of the
+    # test cells, in a fresh namespace
     source = read(course / "source" / chapter / f"{chapter}.ipynb")
     release = read(course / "release" / chapter / f"{chapter}.ipynb")
     for nb, passes in ((source, True), (release, False)):
@@ -146,12 +153,16 @@ def test_the_test_cells_pass_on_the_solutions_and_fail_on_the_stubs(course, chap
             meta = cell["metadata"]["nbgrader"]
             if cell["cell_type"] == "code" and meta["solution"]:
                 exec(student_notebooks.source(cell), namespace)
-        for cell in grade_cells(nb, "check-").values():
+        for grade_id, cell in grade_cells(nb, "check-").items():
+            test = visible(student_notebooks.source(cell))
             if passes:
-                exec(student_notebooks.source(cell), namespace)
+                exec(test, namespace)
+            elif grade_id == f"check-{QUESTION}":  # the question's own test
+                with pytest.raises(NotImplementedError):
+                    exec(test, namespace)
             else:
                 with pytest.raises(AssertionError, match="not written yet"):
-                    exec(student_notebooks.source(cell), namespace)
+                    exec(test, namespace)
     capsys.readouterr()
 
 
@@ -161,7 +172,8 @@ def autograded(course):
     in AUTOGRADED, autograded for student `alice`."""
     for chapter in AUTOGRADED:
         submit(course, "alice", chapter, read(course / "source" / chapter / f"{chapter}.ipynb"))
-    nbgrader(course, "autograde", "*", "--student", "alice", "--create")
+    nbgrader(course, "autograde", "*", "--student", "alice", "--create",
+             *VERIFY)
     return course
 
 
@@ -246,7 +258,8 @@ def wrong(course):
                 cell = {**cell, "source": solutions[grade_id]["source"]}
             cells.append(cell)
         submit(course, "bob", chapter, {**release, "cells": cells})
-    nbgrader(course, "autograde", "*", "--student", "bob", "--create")
+    nbgrader(course, "autograde", "*", "--student", "bob", "--create",
+             "--VerifyGrades.enabled=False")
     for chapter in WRONG:
         nbgrader(course, "generate_feedback", chapter, "--student", "bob")
     return course
@@ -280,6 +293,37 @@ def test_a_wrong_answer_loses_exactly_its_points_and_the_feedback_says_why(wrong
         message = " ".join(failure.split(". Hint:")[0].split())
         assert message in page, f"{chapter}: the feedback lacks {message!r}"
     assert "Hint:" in page
+    # the hidden tests' code stays out of the feedback (their output is in it)
+    assert HIDDEN not in page and "mha_grader" not in page
+
+
+def test_an_export_has_only_the_assignments_asked_for_and_warns(
+        autograded, tmp_path, monkeypatch, caplog):
+    # the course's Canvas export, as `nbgrader export --assignment=...`
+    # runs it in the course folder
+    course = autograded
+    chapter = AUTOGRADED[-1]
+    spec = importlib.util.spec_from_file_location(
+        "mha_course", course / "mha_course.py")
+    lms = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lms)
+    monkeypatch.chdir(course)
+    export = lms.CanvasExport(assignment=[chapter], to=str(tmp_path / "c.csv"))
+    with caplog.at_level("WARNING"), \
+            Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        export.export(gb)
+    header = (tmp_path / "c.csv").read_text().splitlines()[0].split(",")
+    assert header[5:] == [chapter]
+    # alice's submission was not verified unless every chapter was (the
+    # export says so)
+    assert ("not verified" in caplog.text) == bool(VERIFY), caplog.text
+    if not VERIFY:  # verified: nothing changed, nothing flagged
+        records = sorted((course / "verification").glob("*/alice/*.json"))
+        assert len(records) == len(AUTOGRADED)
+        for path in records:
+            record = read(path)
+            assert not record["flags"] and not any(
+                c["mismatch"] for c in record["cells"].values()), record
 
 
 def test_the_course_folder_is_what_nbgrader_expects(course):
@@ -288,7 +332,6 @@ def test_the_course_folder_is_what_nbgrader_expects(course):
     assert sorted(p.name for p in (course / "release").iterdir()) == CHAPTERS
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         assert sorted(a.name for a in gb.assignments) == CHAPTERS
-
 
 
 def chapter(*cells):

@@ -1,0 +1,1301 @@
+"""The grader of the course's autograded tests (appendix/teachers.md).
+
+scripts/assignments.py copies this file to COURSE/grading/mha_grader.py.
+Every autograded test cell of an assignment ends with a hidden test
+(nbgrader's ``### BEGIN HIDDEN TESTS``: not in the students' copy, put back
+by ``nbgrader autograde``) that loads this file by its absolute path and
+calls ``grade(check, the student's function)``, in the notebook's kernel:
+
+1. It builds its own cases: the public check's cases and this course's
+   variants (``VARIANTS``: other sizes, values and parameters), from seeds
+   derived from the course secret (COURSE/grading/secret), so the numbers
+   in the book and in the public checks are not the graded ones.
+2. It calls the student's function on every case in the notebook's kernel
+   (the function may use the chapter's earlier cells), with a time limit,
+   and notes a direct call of the package's own answer to the exercise
+   (``FORBIDDEN``, e.g. ``mha.masked_softmax`` when the exercise is to
+   write the masked softmax).
+3. It saves what the function returned and judges it in a fresh Python
+   process (``python -I mha_grader.py judge CHECK FILE``): the expected
+   values come from the package's reference, or a course question's own
+   answer, on the same cases.
+
+That report is the student's, at once; the score that counts is not the
+kernel's, since code in a notebook can change anything in its own kernel
+(the profiler, subprocess, the verdict it reads back). After the kernel has
+run, ``nbgrader autograde`` verifies each test cell (``verify``, called by
+COURSE/mha_course.py's VerifyGrades): the notebook's code cells run again,
+in order, in a fresh ``python -I`` in an empty folder that only calls the
+student's function on cases it is given and writes what it returned
+(``run``); the cases come from, and the outputs go back to, another fresh
+process that never runs student code (``serve``: it alone reads the secret
+and the references); and the answer cells are read, not run (``Reading``):
+a function whose code names the package's answer (FORBIDDEN, the check's
+reference) scores 0, and code that can reach around a grade (threads,
+processes, the profiler, mocks, the import system, the kernel, files,
+private names of mha, a library softmax in a softmax exercise) is flagged
+for the teacher to read.
+
+A test cell scores 0 unless every case passes; its output names each failed
+case (and the hint, unless the course turned hints off in
+COURSE/grading/settings.json). What is not caught: a student's function
+that calls an equivalent library function under a name not in FORBIDDEN
+without any flagged construct (it is correct, and graded as such), and code
+that attacks the teacher's own machine (nbgrader, and so the verification,
+runs submissions with the teacher's rights). Read a surprising score's code.
+"""
+
+import ast
+import base64
+import contextlib
+import hashlib
+import hmac
+import io
+import json
+import os
+import pickle
+import random
+import re
+import runpy
+import subprocess
+import sys
+import tempfile
+import warnings
+
+GRADING = os.path.dirname(os.path.abspath(__file__))
+QUESTION = "course:"  # a course question's check: course:<assignment>/<name>
+
+# what a student's function may not call directly: the package's own answer
+# and the private helpers that do its work (its reference is always added).
+# The verification (verify) scores 0 a function whose code names one of them;
+# the notebook's own test also watches the calls it makes. A teacher can edit
+# this table in COURSE/grading/mha_grader.py.
+FORBIDDEN = {
+    "softmax": ["torch.softmax", "torch.nn.functional.softmax",
+                "torch.Tensor.softmax", "torch.special.softmax",
+                "torch.nn.Softmax", "torch._softmax"],
+    "attention_weights": [
+        "mha.functional.scaled_dot_product_attention",
+        "torch.nn.functional.scaled_dot_product_attention",
+        "mha.functional._attention"],
+    "masked_softmax": ["mha.functional.masked_softmax",
+                       "mha.functional._softmax_allowed",
+                       "mha.functional._softmax_allowed_",
+                       "mha.masks._lens_to_mask"],
+    "causal_mask": ["mha.masks.causal_mask", "mha.masks._causal_mask"],
+    "attention_head": [
+        "mha.functional.scaled_dot_product_attention",
+        "torch.nn.functional.scaled_dot_product_attention",
+        "mha.functional._attention"],
+    "parameter_count": ["mha.layer.MultiHeadAttention",
+                        "torch.nn.MultiheadAttention",
+                        "mha.counts.count_parameters"],
+    "multi_head_forward": [
+        "mha.layer.MultiHeadAttention", "torch.nn.MultiheadAttention",
+        "torch.nn.functional.multi_head_attention_forward"],
+    "split_heads": ["mha.functional.split_heads",
+                    "mha.functional._split_heads"],
+    "merge_heads": ["mha.functional.merge_heads",
+                    "mha.functional._merge_heads"],
+    "head_scores": [],
+    "pattern_previous_token": [
+        "mha.exercises.part3_explorer.reference_previous_token"],
+    "flop_count": ["mha.counts.count_flops"],
+    "attention_entropy": ["mha.tasks.attention_entropy"],
+    "previous_token_score": ["mha.tasks.pattern_score"],
+    "greedy_pruning_order": [
+        "mha.exercises.ch09_pruning.greedy_pruning_order"],
+    "induction_score": ["mha.head_scores.induction_score"],
+    "kv_cache_bytes": ["mha.configs.kv_cache_bytes"],
+    "apply_rope": ["mha.rotary.apply_rope",
+                   "mha.exercises.ch12_rope._reference"],
+    "online_softmax_step": ["mha.blockwise.online_softmax_step"],
+    "sliding_window_mask": ["mha.modern.window_mask"],
+    "scaled_dot_product_attention": [
+        "mha.functional.scaled_dot_product_attention",
+        "torch.nn.functional.scaled_dot_product_attention",
+        "mha.functional._attention"],
+}
+
+
+# --- the course's variants: more cases, drawn from the course's seed --------
+# Each takes ``rng`` (random.Random) for sizes; torch's generator is seeded
+# too. Shapes: B batch, H heads, L/Lq/Lk lengths, D d_model, Dh d_head.
+
+
+def _variant(name, args, kwargs=None):
+    from mha.exercises import Case
+
+    return Case(f"course case: {name}", args=args, kwargs=kwargs or {})
+
+
+def _softmax(rng):
+    import torch
+
+    shape = (rng.randint(1, 4), rng.randint(2, 9))
+    scale = rng.randint(2, 30)
+    big = torch.randn(rng.randint(2, 7)) * 20 + rng.randint(500, 900)
+    return [_variant(f"scores {shape} times {scale}",
+                     (torch.randn(*shape) * scale,)),
+            _variant(f"{big.numel()} scores around {big.mean():.0f}", (big,))]
+
+
+def _attention_weights(rng):
+    import torch
+
+    out = []
+    for _ in range(2):
+        d, n = rng.randint(2, 8), rng.randint(2, 10)
+        t = rng.randint(1, 40) / 8
+        out.append(_variant(f"{n} keys of {d} features, temperature {t:g}",
+                            (torch.randn(d), torch.randn(n, d)),
+                            {"temperature": t}))
+    return out
+
+
+def _masked_softmax(rng):
+    import torch
+
+    B, Lq, Lk = rng.randint(1, 3), rng.randint(1, 5), rng.randint(2, 8)
+    per_seq = torch.tensor([rng.randint(0, Lk) for _ in range(B)])
+    per_query = torch.tensor([[rng.randint(0, Lk) for _ in range(Lq)]
+                              for _ in range(B)])
+    scores = torch.randn(B, Lq, Lk) * rng.randint(1, 10)
+    return [
+        _variant(f"scores {(B, Lq, Lk)}, valid_lens {per_seq.tolist()}",
+                 (scores, per_seq)),
+        _variant(f"scores {(B, Lq, Lk)}, valid_lens {per_query.tolist()}",
+                 (scores.clone(), per_query)),
+    ]
+
+
+def _causal_mask(rng):
+    sizes = [(rng.randint(1, 12), rng.randint(1, 12)) for _ in range(3)]
+    return [_variant(f"{q} queries, {k} keys", (q, k)) for q, k in sizes]
+
+
+def _attention_head(rng):
+    import torch
+
+    B, L, D = rng.randint(1, 3), rng.randint(1, 7), rng.randint(2, 12)
+    Dh, Dv = rng.randint(1, 9), rng.randint(1, 5)
+    x = torch.randn(B, L, D)
+    W_q, W_k, W_v = torch.randn(D, Dh), torch.randn(D, Dh), torch.randn(D, Dv)
+    return [
+        _variant(f"x {(B, L, D)}, Dh = {Dh}, Dv = {Dv}", (x, W_q, W_k, W_v)),
+        _variant(f"x {(B, L, D)}, W_k shared", (x.clone(), W_q.clone())),
+    ]
+
+
+def _parameter_count(rng):
+    out = []
+    for bias in (False, True):
+        H, Dh = rng.randint(1, 16), rng.randint(1, 64)
+        out.append(_variant(f"d_model = {H * Dh}, {H} heads, bias={bias}",
+                            (H * Dh, H), {"bias": bias}))
+    return out
+
+
+def _multi_head_forward(rng):
+    from mha.exercises.part2 import _forward_case
+
+    out = []
+    for self_attention in (True, False):
+        H, Dh = rng.randint(1, 4), rng.randint(1, 6)
+        B, Lq, Lk = rng.randint(1, 2), rng.randint(1, 6), rng.randint(1, 6)
+        case = _forward_case("", B, Lq, Lk, H * Dh, H, self_attention)
+        kind = "self" if self_attention else "cross"
+        out.append(_variant(f"{kind}-attention, d_model {H * Dh}, {H} heads",
+                            case.args))
+    return out
+
+
+def _split_heads(rng):
+    import torch
+
+    B, L, H, Dh = (rng.randint(1, 3), rng.randint(1, 6), rng.randint(1, 6),
+                   rng.randint(1, 5))
+    return [_variant(f"x {(B, L, H * Dh)}, {H} heads",
+                     (torch.randn(B, L, H * Dh), H))]
+
+
+def _merge_heads(rng):
+    import torch
+
+    B, H, L, Dh = (rng.randint(1, 3), rng.randint(1, 6), rng.randint(1, 6),
+                   rng.randint(1, 5))
+    return [_variant(f"x {(B, H, L, Dh)}", (torch.randn(B, H, L, Dh),)),
+            _variant(f"x {(B, H, L, Dh)}, not contiguous",
+                     (torch.randn(B, L, H, Dh).transpose(1, 2),))]
+
+
+def _head_scores(rng):
+    import torch
+
+    B, Lq, Lk = rng.randint(1, 2), rng.randint(1, 7), rng.randint(1, 7)
+    H, Dh = rng.randint(1, 6), rng.randint(1, 6)
+    return [_variant(f"{Lq} queries, {Lk} keys, d_model {H * Dh}, {H} heads",
+                     (torch.randn(B, Lq, H * Dh), torch.randn(B, Lk, H * Dh),
+                      H))]
+
+
+def _pattern_previous_token(rng):
+    sizes = sorted({rng.choice([3, 4, 6, 7, 8, 10, 11, 12, 13, 14, 15])
+                    for _ in range(2)})
+    return [_variant(f"{n} tokens", (n,)) for n in sizes]
+
+
+def _flop_count(rng):
+    out = []
+    for _ in range(3):
+        H, Dh, L = rng.randint(1, 16), rng.randint(1, 128), rng.randint(1, 5000)
+        kv = rng.choice([d for d in range(1, H + 1) if H % d == 0])
+        out.append(_variant(f"{L} tokens, d_model {H * Dh}, {H} heads, "
+                            f"{kv} key/value heads", (L, H * Dh, H, kv)))
+    return out
+
+
+def _weights(rng, causal=False):
+    import torch
+
+    B, H, L = rng.randint(1, 3), rng.randint(1, 5), rng.randint(2, 9)
+    scores = torch.randn(B, H, L, L) * rng.randint(1, 4)
+    if causal:
+        blocked = torch.ones(L, L, dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(blocked, float("-inf"))
+    return scores.softmax(-1)
+
+
+def _attention_entropy(rng):
+    w, c = _weights(rng), _weights(rng, causal=True)
+    return [_variant(f"random weights {tuple(w.shape)}", (w,)),
+            _variant(f"causal weights {tuple(c.shape)}", (c,))]
+
+
+def _previous_token_score(rng):
+    w = _weights(rng, causal=True)
+    return [_variant(f"causal weights {tuple(w.shape)}", (w,))]
+
+
+def _greedy_pruning_order(rng):
+    import torch
+
+    from mha.exercises.ch09_pruning import _additive
+
+    layers, heads = rng.randint(1, 3), rng.randint(2, 4)
+    remove = rng.randint(1, layers * heads)
+    return [_variant(f"additive costs, {layers} x {heads} heads, remove "
+                     f"{remove}", (_additive(torch.rand(layers, heads)),
+                                   layers, heads, remove))]
+
+
+def _induction_score(rng):
+    from mha.exercises.part3_text import _causal_rows
+
+    T, B, H = rng.randint(1, 6), rng.randint(1, 3), rng.randint(1, 4)
+    w = _causal_rows((B, H, 2 * T, 2 * T), seed=rng.randint(10, 10**6))
+    return [_variant(f"causal weights, B={B}, H={H}, T={T}", (w, T))]
+
+
+def _kv_cache_bytes(rng):
+    out = []
+    for _ in range(3):
+        H, Dh = rng.randint(1, 64), rng.randint(1, 128)
+        kv = rng.choice([d for d in range(1, H + 1) if H % d == 0])
+        args = (rng.randint(1, 96), H, kv, H * Dh, rng.randint(0, 9000),
+                rng.randint(1, 8), rng.choice([1, 2, 4]))
+        out.append(_variant("layers, heads, kv heads, d_model, seq_len, "
+                            f"batch, bytes = {args}", args))
+    return out
+
+
+def _apply_rope(rng):
+    import torch
+
+    out = []
+    for interleaved in (False, True):
+        L, Dh = rng.randint(1, 6), 2 * rng.randint(1, 6)
+        start = rng.randint(0, 500)
+        positions = torch.randperm(L) + start
+        x = torch.randn(rng.randint(1, 2), rng.randint(1, 3), L, Dh)
+        out.append(_variant(f"x {tuple(x.shape)}, positions "
+                            f"{positions.tolist()}, interleaved="
+                            f"{interleaved}", (x, positions),
+                            {"interleaved": interleaved}))
+    return out
+
+
+def _online_softmax_step(rng):
+    import torch
+
+    from mha.exercises.ch13_online_softmax import _after
+
+    B, Lq, Bk, Dv = (rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 5),
+                     rng.randint(1, 4))
+    state = _after(torch.randn(B, Lq, Bk) * 3, torch.randn(B, Bk, Dv))
+    shift = rng.randint(-6, 6)
+    return [_variant(f"a second block, scores shifted by {shift}",
+                     (*state, torch.randn(B, Lq, Bk) + shift,
+                      torch.randn(B, Bk, Dv)))]
+
+
+def _sliding_window_mask(rng):
+    out = []
+    for _ in range(3):
+        keys = rng.randint(1, 12)
+        queries, window = rng.randint(1, keys), rng.randint(1, 8)
+        out.append(_variant(f"{queries} queries, {keys} keys, window "
+                            f"{window}", (queries, keys, window)))
+    return out
+
+
+def _scaled_dot_product_attention(rng):
+    import torch
+
+    Lq, Lk, Dk, Dv = (rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 9),
+                      rng.randint(1, 5))
+    return [_variant(f"{Lq} queries, {Lk} keys, Dk {Dk}, Dv {Dv}",
+                     (torch.randn(2, Lq, Dk), torch.randn(2, Lk, Dk),
+                      torch.randn(2, Lk, Dv)))]
+
+
+VARIANTS = {
+    "softmax": _softmax,
+    "attention_weights": _attention_weights,
+    "masked_softmax": _masked_softmax,
+    "causal_mask": _causal_mask,
+    "attention_head": _attention_head,
+    "parameter_count": _parameter_count,
+    "multi_head_forward": _multi_head_forward,
+    "split_heads": _split_heads,
+    "merge_heads": _merge_heads,
+    "head_scores": _head_scores,
+    "pattern_previous_token": _pattern_previous_token,
+    "flop_count": _flop_count,
+    "attention_entropy": _attention_entropy,
+    "previous_token_score": _previous_token_score,
+    "greedy_pruning_order": _greedy_pruning_order,
+    "induction_score": _induction_score,
+    "kv_cache_bytes": _kv_cache_bytes,
+    "apply_rope": _apply_rope,
+    "online_softmax_step": _online_softmax_step,
+    "sliding_window_mask": _sliding_window_mask,
+    "scaled_dot_product_attention": _scaled_dot_product_attention,
+}
+
+
+# --- the course's settings, secret and checks -------------------------------
+
+
+def settings(grading=GRADING):
+    """COURSE/grading/settings.json: {"hints": bool}."""
+    path = os.path.join(grading, "settings.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return {"hints": True, **json.load(f)}
+    except FileNotFoundError:
+        return {"hints": True}
+
+
+def seed(name, grading=GRADING):
+    """The seed of check ``name``'s cases: an HMAC of the name under the
+    course secret (COURSE/grading/secret), so each course has its own."""
+    with open(os.path.join(grading, "secret"), "rb") as f:
+        key = f.read().strip()
+    digest = hmac.new(key, name.encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:6], "big")
+
+
+class Spec:
+    """A check to grade: ``reference(*args)`` gives the expected value,
+    ``cases(rng)`` the cases; compared as ``mha.exercises`` compares."""
+
+    def __init__(self, name, reference, cases, *, hint="", atol=1e-5,
+                 rtol=1e-4, compare=None, time_limit=10.0, forbidden=()):
+        self.name, self.reference, self.cases = name, reference, cases
+        self.hint, self.atol, self.rtol = hint, atol, rtol
+        self.compare, self.time_limit = compare, time_limit
+        self.forbidden = list(forbidden)
+
+
+def question_path(name, grading=GRADING):
+    """COURSE/questions/<assignment>/<name>.py of check course:<a>/<name>."""
+    assignment, _, stem = name[len(QUESTION):].partition("/")
+    return os.path.join(os.path.dirname(grading), "questions", assignment,
+                        f"{stem}.py")
+
+
+def student_function(namespace):
+    """The name of a question file's one ``my_...`` function."""
+    names = [k for k, v in namespace.items()
+             if k.startswith("my_") and callable(v)]
+    if len(names) != 1:
+        raise ValueError(f"a question defines one my_... function; "
+                         f"found {names}")
+    return names[0]
+
+
+def spec(name, grading=GRADING):
+    """The Spec of check ``name``: a course question or a package check."""
+    if name.startswith(QUESTION):
+        ns = runpy.run_path(question_path(name, grading))
+        reference = ns[student_function(ns)]
+        return Spec(name, reference, ns["cases"], hint=ns.get("HINT", ""),
+                    atol=ns.get("ATOL", 1e-5), rtol=ns.get("RTOL", 1e-4),
+                    compare=ns.get("COMPARE"),
+                    time_limit=ns.get("TIME_LIMIT", 10.0),
+                    forbidden=[reference, *ns.get("FORBIDDEN", [])])
+    from mha import exercises
+
+    check = exercises._REGISTRY[name]
+    variants = VARIANTS.get(name, lambda rng: [])
+
+    def cases(rng):
+        import torch
+
+        public = list(check.cases())
+        torch.manual_seed(rng.randint(0, 2**31))
+        return public + list(variants(rng))
+
+    return Spec(name, check.reference, cases, hint=check.hint,
+                atol=check.atol, rtol=check.rtol, compare=check.compare,
+                time_limit=check.time_limit,
+                forbidden=[check.reference, *FORBIDDEN.get(name, [])])
+
+
+def build_cases(check, number):
+    """``check``'s cases for seed ``number``: the same in every process."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        dtype = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float32)
+        try:
+            torch.manual_seed(number)
+            return list(check.cases(random.Random(number)))
+        finally:
+            torch.set_default_dtype(dtype)
+
+
+# --- the kernel's side: run the student's function --------------------------
+
+
+def _resolve(entry):
+    """A forbidden entry (a dotted name or an object) as
+    (label, code objects, builtin objects, (class, method name) or None)."""
+    import importlib
+
+    obj = entry
+    label = (f"{getattr(entry, '__module__', '')}."
+             f"{getattr(entry, '__qualname__', repr(entry))}")
+    if isinstance(entry, str):
+        label = entry
+        parts = entry.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+            break
+        else:
+            raise ImportError(f"cannot resolve {entry}")
+    if isinstance(obj, type):
+        init = getattr(obj.__init__, "__code__", None)
+        return label, {init} - {None}, set(), None
+    codes, target = set(), obj
+    while target is not None:
+        if hasattr(target, "__code__"):
+            codes.add(target.__code__)
+        target = getattr(target, "__wrapped__", None)
+    if codes:
+        return label, codes, set(), None
+    owner = getattr(obj, "__objclass__", None)
+    if owner is not None:  # a method of a class written in C (Tensor.softmax)
+        return label, set(), set(), (owner, obj.__name__)
+    return label, set(), {id(obj)}, None
+
+
+def _library_dirs():
+    import torch
+
+    import mha
+
+    dirs = [os.path.dirname(os.path.abspath(m.__file__))
+            for m in (mha, torch, os)]
+    return tuple(d + os.sep for d in dirs), os.path.join(
+        dirs[0], "exercises", "__init__.py")
+
+
+class _Watch:
+    """A profiler that notes the first direct call of a forbidden function:
+    from the student's code (or from the runner that calls it), not from a
+    library function the student may use."""
+
+    def __init__(self, forbidden):
+        self.codes, self.builtins, self.methods = {}, {}, []
+        for entry in forbidden:
+            try:
+                label, codes, builtins, method = _resolve(entry)
+            except (ImportError, AttributeError):
+                continue  # a name the installed package does not have
+            self.codes.update(dict.fromkeys(codes, label))
+            self.builtins.update(dict.fromkeys(builtins, label))
+            if method:
+                self.methods.append((*method, label))
+        self.libraries, self.runner = _library_dirs()
+        self.grader = os.path.abspath(__file__)
+        self.called = None
+
+    def _from_student(self, frame):
+        if frame is None:
+            return False
+        path = os.path.abspath(frame.f_code.co_filename)
+        if path == self.runner:
+            return True
+        return not (path.startswith(self.libraries) or path == self.grader)
+
+    def profile(self, frame, event, arg):
+        if self.called:
+            return
+        if event == "call" and frame.f_code in self.codes:
+            if self._from_student(frame.f_back):
+                self.called = self.codes[frame.f_code]
+        elif event == "c_call" and self._from_student(frame):
+            if id(arg) in self.builtins:
+                self.called = self.builtins[id(arg)]
+            for owner, method, label in self.methods:
+                if (getattr(arg, "__name__", None) == method
+                        and isinstance(getattr(arg, "__self__", None), owner)):
+                    self.called = label
+
+    def banned(self, fn):
+        """The label of ``fn`` if it is itself a forbidden function."""
+        target = fn
+        while target is not None:
+            code = getattr(target, "__code__", None)
+            if code in self.codes:
+                return self.codes[code]
+            if id(target) in self.builtins:
+                return self.builtins[id(target)]
+            target = getattr(target, "__wrapped__", None) or getattr(
+                target, "func", None)
+        return None
+
+    def __enter__(self):
+        self.previous = sys.getprofile()
+        sys.setprofile(self.profile)
+        return self
+
+    def __exit__(self, *exc):
+        sys.setprofile(self.previous)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """No output and no warnings from the student's function (nbgrader
+    gives 0 to a test cell that writes to stderr)."""
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+
+
+def run(check, fn, cases):
+    """[outcome] of ``fn`` on ``cases``: {"case", "message", "stub",
+    "value" (what it returned, saved by torch.save, base64)}."""
+    import torch
+
+    from mha import exercises as ex
+
+    outcomes = []
+    for case in cases:
+        if outcomes and outcomes[-1].get("timeout"):
+            outcomes.append({"case": case.name, "stub": False,
+                             "message": "not run after the time limit"})
+            continue
+        args, kwargs = ex._clone(case.args), ex._clone(case.kwargs)
+        pristine = ex._clone(case.args), ex._clone(case.kwargs)
+        watch = _Watch(check.forbidden)
+        banned = watch.banned(fn)
+        with _quiet(), watch:
+            if banned:
+                value, message = None, f"is {banned}"
+            else:
+                value, message = ex._call(fn, args, kwargs, check.time_limit,
+                                          lambda line: None, case.name)
+        banned = banned or watch.called
+        if banned:
+            message = (f"calls {banned}, which does what this exercise asks "
+                       "you to write: write it yourself")
+        outcome = {"case": case.name, "stub": isinstance(message, ex._Stub),
+                   "timeout": isinstance(message, ex._Timeout)}
+        if message is None:
+            changed = ex._changed_inputs(fn, args, kwargs, *pristine)
+            if changed:
+                message = (f"changed its input {', '.join(changed)} in "
+                           "place; work on a copy")
+        if message is None:
+            buffer = io.BytesIO()
+            try:
+                torch.save(value, buffer)
+                outcome["value"] = base64.b64encode(
+                    buffer.getvalue()).decode()
+            except Exception:  # noqa: BLE001 (a value that cannot be saved)
+                message = (f"returned {ex._describe(value)}, which cannot be "
+                           "graded: return tensors, numbers, tuples or lists")
+        outcome["message"] = None if message is None else str(message)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def grade(name, fn):
+    """The hidden test: grade ``fn`` on check ``name``'s course cases;
+    raises AssertionError with the report unless every case passes."""
+    from mha import exercises as ex
+
+    check = spec(name)
+    with ex._reader_state_kept():
+        outcomes = run(check, fn, build_cases(check, seed(name)))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "outcomes.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(outcomes, f)
+        done = subprocess.run([sys.executable, "-I", __file__, "judge", name,
+                               path], capture_output=True, text=True,
+                              timeout=600)
+    try:
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise AssertionError(
+            f"the grader failed:\n{done.stderr[-2000:]}") from None
+    if not result["passed"]:
+        raise AssertionError(result["report"])
+    print(result["report"])
+
+
+# --- the judge's side: a fresh process --------------------------------------
+
+
+def judge(name, outcomes, grading=GRADING, cases=None, check=None):
+    """{"passed", "report"} for the outcomes of check ``name`` (None: the
+    function was never run on them)."""
+    import torch
+
+    from mha import exercises as ex
+
+    if outcomes is None:
+        return {"passed": False, "report": (
+            f"Not graded: the notebook stopped before the test of {name!r} "
+            "ran (an error that ended Python, or the time limit).")}
+    check = check or spec(name, grading)
+    if cases is None:
+        cases = build_cases(check, seed(name, grading))
+    if [c.name for c in cases] != [o["case"] for o in outcomes]:
+        return {"passed": False, "report": (
+            "the graded cases differ from the ones the notebook ran: the "
+            "notebook changed torch's or Python's random numbers, or the "
+            "course's files changed during the run")}
+    lines, failures, stubs = [], [], []
+    for case, outcome in zip(cases, outcomes):
+        message = outcome["message"]
+        if message is None:
+            try:
+                actual = torch.load(io.BytesIO(base64.b64decode(
+                    outcome["value"])), weights_only=True, map_location="cpu")
+            except Exception as error:  # noqa: BLE001 (an odd value)
+                actual, message = None, (
+                    "returned a value that is not a tensor, a number or a "
+                    f"tuple/list of them ({type(error).__name__})")
+        if message is None:
+            expected = check.reference(*ex._clone(case.args),
+                                       **ex._clone(case.kwargs))
+            message = ex._judge(check, expected, actual)
+        stubs.append(bool(outcome["stub"]))
+        if message:
+            failures.append(f"case '{case.name}': {message}")
+        lines.append(f"  {'FAIL' if message else 'ok  '} {case.name}"
+                     + (f": {message}" if message else ""))
+    hint = check.hint if settings(grading)["hints"] else ""
+    if cases and all(stubs):
+        report = ("Graded: not written yet (every case raised "
+                  "NotImplementedError or returned None).")
+    else:
+        header = (f"Graded on this course's {len(cases)} cases of "
+                  f"{name!r} (the public cases and the course's own):")
+        footer = (f"All {len(cases)} cases passed." if not failures else
+                  f"{len(failures)} of {len(cases)} cases failed.")
+        report = "\n".join([header, *lines, footer]
+                           + ([f"Hint: {hint}"] if failures and hint else []))
+    report = "\n".join(ex._wrap(line) for line in report.split("\n"))
+    return {"passed": not failures, "report": report}
+
+
+# --- reading the answer cells (the verification's static part) --------------
+# Code is read, never run, here. A function whose code names the package's
+# answer (FORBIDDEN, the check's reference) scores 0; code that can reach
+# around a grade (threads, processes, the profiler, the import system, the
+# kernel, files), a private name of mha, or a library softmax in a softmax
+# exercise is flagged for the teacher to read, and keeps its score.
+
+REVIEW_MODULES = ("threading", "_thread", "concurrent", "multiprocessing",
+                  "subprocess", "ctypes", "importlib", "runpy", "inspect",
+                  "builtins", "unittest", "signal", "gc", "shutil", "socket",
+                  "pickle", "marshal", "pty", "code", "codeop", "dis",
+                  "sqlite3", "nbgrader", "asyncio", "urllib", "http",
+                  "requests")
+REVIEW_NAMES = ("__import__", "__builtins__", "exec", "eval", "compile",
+                "globals", "vars", "setattr", "delattr", "open",
+                "breakpoint")
+REVIEW_DOTTED = ("sys.setprofile", "sys.settrace", "sys.modules",
+                 "sys._getframe", "sys.exit", "os.system", "os.popen",
+                 "os._exit", "os.kill", "os.fork", "os.chdir", "os.remove",
+                 "os.unlink", "os.rename", "os.replace", "os.environ",
+                 "os.putenv", "os.spawnv",
+                 "os.execv", "os.execl", "os.write", "os.open")
+REVIEW_ATTRS = ("__globals__", "__code__", "__closure__", "__subclasses__",
+                "__builtins__", "__dict__", "__class__", "f_back",
+                "f_globals", "f_locals", "write_text", "write_bytes",
+                "showtraceback", "user_ns", "run_cell", "set_custom_exc")
+REVIEW_MAGICS = ("system", "getoutput", "writefile", "bash", "sh", "script",
+                 "sx", "run", "load", "env", "cd", "capture", "store")
+# a softmax exercise: any of these, named by a student's function, is a
+# library's softmax (flagged unless FORBIDDEN already scores it 0)
+SOFTMAX_LIKE = re.compile(r"soft_?(max|min)|logsumexp", re.I)
+SOFTMAX_FAMILY = {"softmax", "log_softmax", "Softmax", "LogSoftmax"}
+REFERENCE_ATTRS = ("_REGISTRY", "reference")  # mha.exercises' own answers
+
+
+def _python(text):
+    """A cell's code as Python (IPython's magics turned into calls)."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        return TransformerManager().transform_cell(text)
+    except Exception:  # noqa: BLE001 (no IPython, or odd input: as is)
+        return text
+
+
+def _dotted(node, imports):
+    """'torch.nn.functional.softmax' for F.softmax (``imports``: what each
+    imported name stands for); the chain as written if its base is not an
+    import; None for a chain on a call or a subscript."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    base = imports.get(node.id, node.id)
+    return ".".join([base, *reversed(parts)])
+
+
+def _private_mha(dotted):
+    parts = (dotted or "").split(".")
+    return parts[0] == "mha" and any(
+        p.startswith("_") and not p.startswith("__") for p in parts[1:])
+
+
+class _Names(ast.NodeVisitor):
+    """The names a definition reads from outside itself (``reads``) and
+    those it binds (parameters, assignments, imports: ``bound``)."""
+
+    def __init__(self, node):
+        self.reads, self.bound = set(), set()
+        self.visit(node)
+        self.reads -= self.bound
+
+    def visit_Name(self, node):
+        (self.reads if isinstance(node.ctx, ast.Load) else
+         self.bound).add(node.id)
+
+    def visit_arg(self, node):
+        self.bound.add(node.arg)
+
+    def visit_alias(self, node):
+        self.bound.add((node.asname or node.name).split(".")[0])
+
+
+class Reading:
+    """The answer cells of a notebook read with its other code cells:
+    ``cells`` is [(kind, grade id, source)], kind "answer" or "code"."""
+
+    def __init__(self, cells):
+        self.imports, self.answers, self.defs = {}, [], {}
+        self.findings = []
+        for kind, grade_id, text in cells:
+            try:
+                tree = ast.parse(_python(text))
+            except SyntaxError:
+                if kind == "answer":
+                    self.review(grade_id, None, "does not parse as Python")
+                continue
+            for node in ast.walk(tree):  # every cell's imports, in order
+                if isinstance(node, ast.Import):
+                    for a in node.names:
+                        self.imports[a.asname or a.name.split(".")[0]] = (
+                            a.name if a.asname else a.name.split(".")[0])
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    for a in node.names:
+                        self.imports[a.asname or a.name] = (
+                            f"{node.module}.{a.name}")
+            if kind == "answer":
+                self.answers.append((grade_id, tree, text))
+                for statement in tree.body:
+                    for name in self._binds(statement):
+                        self.defs.setdefault(name, []).append(
+                            (grade_id, statement))
+        for grade_id, tree, text in self.answers:
+            self._anywhere(grade_id, tree, text)
+
+    @staticmethod
+    def _binds(statement):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                  ast.ClassDef)):
+            return [statement.name]
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            return [(a.asname or a.name).split(".")[0]
+                    for a in statement.names]
+        targets = []
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                targets.append(node.id)
+        return targets
+
+    def review(self, cell, line, what, check=None):
+        finding = {"level": "review", "cell": cell, "line": line,
+                   "what": what, "check": check}
+        if finding not in self.findings:
+            self.findings.append(finding)
+
+    def _anywhere(self, cell, tree, text):
+        """Flags for what an answer cell does anywhere (top level too); an
+        attribute chain is read whole (a.b.c once, not a.b and a too)."""
+        inner = {id(n.value) for n in ast.walk(tree)
+                 if isinstance(n, ast.Attribute)}
+        for node in ast.walk(tree):
+            line = getattr(node, "lineno", None)
+            if id(node) in inner:
+                continue
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                modules = ([a.name for a in node.names]
+                           if isinstance(node, ast.Import)
+                           else [node.module or ""])
+                for module in modules:
+                    if module.split(".")[0] in REVIEW_MODULES:
+                        self.review(cell, line, f"imports {module}")
+                if isinstance(node, ast.ImportFrom):
+                    for a in node.names:
+                        if _private_mha(f"{node.module}.{a.name}"):
+                            self.review(cell, line, "uses mha's private "
+                                        f"{node.module}.{a.name}")
+            elif isinstance(node, ast.Name) and node.id in REVIEW_NAMES:
+                self.review(cell, line, f"uses {node.id}")
+            elif (isinstance(node, ast.Call)
+                  and isinstance(node.func, ast.Name)
+                  and node.func.id == "getattr" and len(node.args) > 1
+                  and not isinstance(node.args[1], ast.Constant)):
+                self.review(cell, line, "uses getattr with a name made at "
+                            "run time")
+            elif isinstance(node, ast.Name) and self.imports.get(
+                    node.id, "").split(".")[0] in REVIEW_MODULES:
+                self.review(cell, line, f"uses {self.imports[node.id]}")
+            elif isinstance(node, ast.Attribute):
+                dotted = _dotted(node, self.imports) or ""
+                parts = dotted.split(".") if dotted else []
+                chain, base = [node.attr], node.value
+                while isinstance(base, ast.Attribute):
+                    chain.append(base.attr)
+                    base = base.value
+                prefixes = {".".join(parts[:i + 1])
+                            for i in range(len(parts))}
+                if (prefixes & set(REVIEW_DOTTED)
+                        or set(chain) & set(REVIEW_ATTRS)
+                        or (parts and parts[0] in REVIEW_MODULES
+                            and isinstance(base, ast.Name))):
+                    self.review(cell, line, "uses "
+                                f"{dotted or ast.unparse(node)}")
+                elif _private_mha(dotted):
+                    self.review(cell, line, f"uses mha's private {dotted}")
+            elif isinstance(node, ast.Call) and isinstance(
+                    node.func, ast.Attribute) and node.func.attr in (
+                        "run_line_magic", "run_cell_magic", "system",
+                        "getoutput") and "get_ipython" in (
+                            _dotted(node.func.value.func, {})
+                            if isinstance(node.func.value, ast.Call)
+                            else ""):
+                magic = node.args[0].value if node.args and isinstance(
+                    node.args[0], ast.Constant) else node.func.attr
+                if node.func.attr in ("system", "getoutput") or \
+                        magic in REVIEW_MAGICS:
+                    self.review(cell, line, f"runs the magic or shell "
+                                f"command {magic!r}")
+            elif isinstance(node, ast.Name) and node.id == "get_ipython" \
+                    and "get_ipython" in text:
+                self.review(cell, line, "uses get_ipython (the kernel)")
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete,
+                                 ast.AnnAssign)):
+                targets = (node.targets if isinstance(node, (ast.Assign,
+                                                             ast.Delete))
+                           else [node.target])
+                for target in targets:
+                    base = target
+                    while isinstance(base, (ast.Attribute, ast.Subscript)):
+                        base = base.value
+                    if (isinstance(target, (ast.Attribute, ast.Subscript))
+                            and isinstance(base, ast.Name)
+                            and base.id in self.imports):
+                        self.review(cell, line, "rebinds or changes "
+                                    f"{ast.unparse(target)}")
+
+    def reached(self, fn):
+        """[(cell, statement)] of the answer cells' definitions that ``fn``
+        reaches (its own, those it reads, and so on)."""
+        todo, seen, out = [fn], set(), []
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for cell, statement in self.defs.get(name, []):
+                out.append((cell, statement))
+                todo += [n for n in _Names(statement).reads
+                         if n in self.defs]
+        return out
+
+    def check(self, grade_id, name, fn, forbidden):
+        """The findings of test cell ``grade_id`` (check ``name`` of
+        function ``fn``; ``forbidden``: dotted names, as FORBIDDEN)."""
+        last = {entry.rsplit(".", 1)[-1] for entry in forbidden}
+        family = bool(last & SOFTMAX_FAMILY)
+        found = []
+
+        def zero(cell, line, what):
+            found.append({"level": "zero", "cell": cell, "line": line,
+                          "what": what, "check": grade_id})
+
+        def named(cell, line, label, short, attribute=False):
+            if not name.startswith(QUESTION) and (
+                    short == "_REGISTRY" or attribute and short in
+                    REFERENCE_ATTRS):
+                zero(cell, line, f"{fn} uses {label}, the package's answer "
+                     "to the exercise")
+            elif short in last:
+                zero(cell, line, f"{fn} names {label}, which does what "
+                     "this exercise asks you to write")
+            elif family and SOFTMAX_LIKE.search(short):
+                found.append({"level": "review", "cell": cell, "line": line,
+                              "check": grade_id, "what": (
+                                  f"{fn} calls {label}, a library softmax: "
+                                  "is it the exercise's own work?")})
+
+        for cell, statement in self.reached(fn):
+            local = _Names(statement).bound - {fn}
+            for node in ast.walk(statement):
+                line = getattr(node, "lineno", None)
+                if isinstance(node, ast.Attribute):
+                    label = _dotted(node, self.imports) or f".{node.attr}"
+                    named(cell, line, label, node.attr, attribute=True)
+                elif (isinstance(node, ast.Name)
+                      and isinstance(node.ctx, ast.Load)
+                      and node.id not in self.defs and node.id not in local):
+                    label = self.imports.get(node.id, node.id)
+                    named(cell, line, label, label.rsplit(".", 1)[-1])
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    for a in node.names:
+                        label = (f"{node.module}.{a.name}" if isinstance(
+                            node, ast.ImportFrom) else a.name)
+                        named(cell, line, label, label.rsplit(".", 1)[-1])
+                elif (isinstance(node, ast.Call)
+                      and isinstance(node.func, ast.Name)
+                      and node.func.id == "getattr" and len(node.args) > 1
+                      and isinstance(node.args[1], ast.Constant)
+                      and isinstance(node.args[1].value, str)):
+                    named(cell, line, f"getattr(..., {node.args[1].value!r})",
+                          node.args[1].value)
+        unique = []
+        for finding in found:
+            if finding not in unique:
+                unique.append(finding)
+        return unique
+
+
+# --- the verification: the notebook again, away from its kernel -------------
+# After `nbgrader autograde` has run a submission in its kernel (whose test
+# cells give the student the grader's report at once), the course verifies
+# every test cell without trusting that kernel: this process reads the
+# notebook's code; a fresh process (`serve`) builds the course's cases and,
+# later, judges; a third (`run`), in an empty folder, runs the answer cells
+# and the chapter's other code cells in order, calls the student's function
+# on those cases where each test cell stands, and writes what it returned.
+# The verdict is the judge's and the reading's, never the notebook's.
+
+BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+GRADE_CALL = re.compile(r'\["grade"\]\(("(?:[^"\\]|\\.)*"), (\w+)\)')
+
+
+def _source(cell):
+    text = cell.get("source", "")
+    return "".join(text) if isinstance(text, list) else text
+
+
+def test_call(text):
+    """(check name, function name) of a test cell's hidden grade, or None."""
+    if BEGIN_HIDDEN not in text:
+        return None
+    match = GRADE_CALL.search(text.split(BEGIN_HIDDEN, 1)[1])
+    return (json.loads(match[1]), match[2]) if match else None
+
+
+def notebook_cells(nb):
+    """The code cells of an assignment notebook (a dict) as the
+    verification runs them: {"kind": "answer" | "code", "grade_id",
+    "source"} or, for a test cell, {"kind": "test", "grade_id", "check",
+    "fn"} (its visible part is not run; its hidden grade is the test)."""
+    cells = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        text = _source(cell)
+        call = test_call(text)
+        if call:
+            cells.append({"kind": "test", "grade_id": meta.get("grade_id"),
+                          "check": call[0], "fn": call[1]})
+        else:
+            cells.append({"kind": "answer" if meta.get("solution") else
+                          "code", "grade_id": meta.get("grade_id"),
+                          "source": text})
+    return cells
+
+
+def _function(code, module, name, defaults, cells):
+    """A function rebuilt from its code (_Pickler: a case's lambda or
+    closure, such as chapter 09's cost functions)."""
+    import importlib
+    import marshal
+    import types
+
+    namespace = importlib.import_module(module).__dict__
+    return types.FunctionType(marshal.loads(code), namespace, name, defaults,
+                              tuple(types.CellType(c) for c in cells))
+
+
+class _Pickler(pickle.Pickler):
+    def reducer_override(self, obj):
+        import marshal
+        import types
+
+        if isinstance(obj, types.FunctionType) and "<" in obj.__qualname__:
+            return _function, (marshal.dumps(obj.__code__), obj.__module__,
+                               obj.__name__, obj.__defaults__,
+                               tuple(c.cell_contents
+                                     for c in obj.__closure__ or ()))
+        return NotImplemented
+
+
+def _forbidden_labels(check):
+    """The dotted names of what ``check``'s function may not call."""
+    labels = [e for e in check.forbidden if isinstance(e, str)]
+    for entry in check.forbidden:
+        name = getattr(entry, "__qualname__", "")
+        if not isinstance(entry, str) and name and "<" not in name and \
+                not check.name.startswith(QUESTION):
+            labels.append(f"{entry.__module__}.{name}")
+    return labels
+
+
+def serve(grading=GRADING):
+    """The judge's process (``python -I mha_grader.py serve GRADING``): reads
+    a line {"cells", "dir"}, writes the course's cases to DIR/cases.pkl and
+    answers {"cases", "findings"}; reads a line {"outcomes": FILE} and
+    answers {"results": {test cell: {"passed", "report"}}}."""
+    request = json.loads(sys.stdin.readline())
+    cells = request["cells"]
+    plan, built, findings = {}, {}, []
+    reading = Reading([(c["kind"], c["grade_id"], c["source"])
+                       for c in cells if c["kind"] != "test"])
+    for cell in cells:
+        if cell["kind"] != "test":
+            continue
+        try:
+            check = spec(cell["check"], grading)
+            cases = build_cases(check, seed(cell["check"], grading))
+        except Exception as error:  # noqa: BLE001 (an unknown check)
+            built[cell["grade_id"]] = error
+            continue
+        labels = _forbidden_labels(check)
+        built[cell["grade_id"]] = (check, cases)
+        plan[cell["grade_id"]] = {
+            "check": cell["check"], "time_limit": check.time_limit,
+            "forbidden": labels,
+            "cases": [(c.name, c.args, c.kwargs) for c in cases]}
+        findings += reading.check(cell["grade_id"], cell["check"],
+                                  cell["fn"], labels)
+    path = os.path.join(request["dir"], "cases.pkl")
+    with open(path, "wb") as f:
+        _Pickler(f, protocol=pickle.HIGHEST_PROTOCOL).dump(plan)
+    print(json.dumps({"cases": path,
+                      "findings": reading.findings + findings}), flush=True)
+    line = sys.stdin.readline()
+    outcomes = {}
+    if line.strip():
+        try:
+            with open(json.loads(line)["outcomes"], encoding="utf-8") as f:
+                outcomes = json.load(f)
+        except (OSError, ValueError, KeyError):
+            outcomes = {}
+    results = {}
+    for cell in cells:
+        if cell["kind"] != "test":
+            continue
+        entry = built[cell["grade_id"]]
+        if isinstance(entry, Exception):
+            results[cell["grade_id"]] = {"passed": False, "report": (
+                f"the course cannot grade {cell['check']!r}: {entry!r}")}
+            continue
+        check, cases = entry
+        got = outcomes.get(cell["grade_id"]) if isinstance(
+            outcomes, dict) else None
+        try:
+            results[cell["grade_id"]] = judge(cell["check"], got, grading,
+                                              cases, check)
+        except Exception as error:  # noqa: BLE001 (odd outcomes)
+            results[cell["grade_id"]] = {"passed": False, "report": (
+                f"the outcomes could not be judged: {error!r}")}
+    print(json.dumps({"results": results}), flush=True)
+
+
+def run_cells(cells_file, cases_file, out_file):
+    """The student's process (``python -I mha_grader.py run CELLS CASES
+    OUT``): runs the code cells in order in an IPython shell; at each test
+    cell, the student's function on that test's cases; writes
+    {test cell: outcomes} to OUT after each test."""
+    with open(cases_file, "rb") as f:  # before any student code runs
+        plan = pickle.load(f)
+    with open(cells_file, encoding="utf-8") as f:
+        cells = json.load(f)
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    from mha.exercises import Case
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = InteractiveShell.instance(config=config)
+    tests = [i for i, c in enumerate(cells) if c["kind"] == "test"]
+    results = {}
+    for cell in cells[:tests[-1] + 1] if tests else []:
+        if cell["kind"] != "test":
+            shell.run_cell(cell["source"], store_history=False)
+            continue
+        entry = plan.get(cell["grade_id"])
+        if entry is None:
+            continue
+        fn = shell.user_ns.get(cell["fn"])
+        cases = [Case(name, args=args, kwargs=kwargs)
+                 for name, args, kwargs in entry["cases"]]
+        if not callable(fn):
+            results[cell["grade_id"]] = [
+                {"case": c.name, "stub": False, "timeout": False,
+                 "message": f"{cell['fn']} is not defined"} for c in cases]
+        else:
+            check = Spec(entry["check"], None, None,
+                         time_limit=entry["time_limit"],
+                         forbidden=entry["forbidden"])
+            results[cell["grade_id"]] = run(check, fn, cases)
+        with open(out_file, "w", encoding="utf-8") as f:
+            json.dump(results, f)
+
+
+def verify(cells, grading=GRADING, python=None, timeout=1200):
+    """Verify a submission's test cells (``cells``: notebook_cells'); the
+    student's code runs in a fresh ``python -I`` in an empty folder, at most
+    ``timeout`` seconds. Returns {"results": {test cell: {"passed",
+    "report"}}, "findings": [...], "run": {"returncode", "timed_out",
+    "log"}}."""
+    import signal
+
+    python = python or sys.executable
+    me = os.path.abspath(__file__)
+    with tempfile.TemporaryDirectory(prefix="mha-verify-") as tmp:
+        work = os.path.join(tmp, "work")
+        os.mkdir(work)
+        err = open(os.path.join(tmp, "judge.err"), "w+", encoding="utf-8")
+        judge_process = subprocess.Popen(
+            [python, "-I", me, "serve", grading], cwd=tmp, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+        try:
+            judge_process.stdin.write(json.dumps({"cells": cells,
+                                                  "dir": tmp}) + "\n")
+            judge_process.stdin.flush()
+            ready = judge_process.stdout.readline()
+            if not ready:
+                err.seek(0)
+                raise RuntimeError(f"the judge failed: {err.read()[-2000:]}")
+            ready = json.loads(ready)
+            cells_file = os.path.join(tmp, "cells.json")
+            out_file = os.path.join(tmp, "outcomes.json")
+            with open(cells_file, "w", encoding="utf-8") as f:
+                json.dump(cells, f)
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith(("JPY_", "JUPYTER", "NBGRADER"))}
+            env.update(MPLBACKEND="Agg", IPYTHONDIR=os.path.join(tmp, "ip"))
+            log_path = os.path.join(tmp, "run.log")
+            with open(log_path, "w", encoding="utf-8") as log:
+                runner = subprocess.Popen(
+                    [python, "-I", me, "run", cells_file, ready["cases"],
+                     out_file], cwd=work, env=env, stdout=log,
+                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    start_new_session=True)
+                timed_out = False
+                try:
+                    runner.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                finally:
+                    try:  # and whatever it started
+                        os.killpg(runner.pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                    runner.wait()
+            with open(log_path, encoding="utf-8", errors="replace") as f:
+                log_text = f.read()[-4000:]
+            judge_process.stdin.write(json.dumps({"outcomes": out_file})
+                                      + "\n")
+            judge_process.stdin.flush()
+            answer = judge_process.stdout.readline()
+            if not answer:
+                err.seek(0)
+                raise RuntimeError(f"the judge failed: {err.read()[-2000:]}")
+            results = json.loads(answer)["results"]
+        finally:
+            judge_process.kill()
+            judge_process.wait()
+            err.close()
+    return {"results": results, "findings": ready["findings"],
+            "run": {"returncode": runner.returncode, "timed_out": timed_out,
+                    "log": log_text}}
+
+
+def main(argv):
+    if len(argv) == 3 and argv[0] == "judge":
+        with open(argv[2], encoding="utf-8") as f:
+            outcomes = json.load(f)
+        print(json.dumps(judge(argv[1], outcomes)))
+        return 0
+    if len(argv) == 2 and argv[0] == "serve":
+        serve(argv[1])
+        return 0
+    if len(argv) == 4 and argv[0] == "run":
+        run_cells(*argv[1:])
+        return 0
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.modules.setdefault("mha_grader", sys.modules["__main__"])
+    sys.exit(main(sys.argv[1:]))
