@@ -8,14 +8,15 @@ BOOK := _build/html/index.html
 # 2 workers for the unit tests and nbval (CI's machines have 2 cores)
 JOBS ?= 2
 
-.PHONY: help setup assets book student-notebooks assignments assignments-test test unit notebooks colab-check lint browser lab clean
+.PHONY: help setup assets book student-notebooks assignments assignments-test course-test test unit notebooks colab-check lint browser lab clean
 help:
 	@echo "make book   build the HTML book (all notebooks executed) into _build/html"
 	@echo "make test   unit tests, the nbgrader course, nbval over every notebook, the book build and a headless-browser test"
 	@echo "make lab    open JupyterLab on the chapters"
 	@echo "make colab-check   run every chapter outside the checkout with only mha[book] installed"
 	@echo "make student-notebooks   the notebooks without exercise solutions (_build/student-notebooks)"
-	@echo "make assignments   an nbgrader course, one assignment per chapter (_build/course; own venv)"
+	@echo "make assignments   an nbgrader course, one assignment per chapter (course/, kept by make clean; own venv)"
+	@echo "make course-test   one assignment through a real JupyterHub: a teacher, four students, the exchange"
 	@echo "make clean  remove build outputs (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -45,7 +46,10 @@ student-notebooks: setup
 NBG_VENV := .venv-nbgrader
 NBG_BIN := $(NBG_VENV)/bin
 NBG_STAMP := $(NBG_VENV)/.installed
-COURSE ?= _build/course
+# the course lives outside _build, so that `make clean` never touches its gradebook, submissions
+# and feedback (git ignores course/); `make assignments FORCE=1` replaces files a teacher changed
+# (scripts/assignments.py keeps a copy in course/backup/), HINTS=off leaves the hints out
+COURSE ?= course
 
 $(NBG_STAMP): requirements-nbgrader.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "nbgrader 0.9.6 needs Python 3.11 or later; got " + sys.version.split()[0] + " (try: make assignments PYTHON=python3.11)")'
@@ -58,13 +62,29 @@ $(NBG_STAMP): requirements-nbgrader.txt pyproject.toml
 # the course directory for nbgrader: source/ (solutions marked) and release/ (student copies);
 # see appendix/teachers.md. nbgrader runs `alembic` from PATH, hence the PATH.
 assignments: $(NBG_STAMP)
-	$(NBG_BIN)/python scripts/assignments.py $(COURSE)
+	$(NBG_BIN)/python scripts/assignments.py $(COURSE) $(if $(FORCE),--force) $(if $(filter off,$(HINTS)),--no-hints)
 	cd $(COURSE) && PATH="$(abspath $(NBG_BIN)):$$PATH" $(abspath $(NBG_BIN))/nbgrader generate_assignment "*" --force
 	@echo "The course is in $(COURSE): hand out $(COURSE)/release/<chapter>/ (appendix/teachers.md)"
 
 # generate, autograde and feedback with the real nbgrader (tests/assignments, in its own venv)
 assignments-test: $(NBG_STAMP)
 	$(NBG_BIN)/python -m pytest tests/assignments --noconftest -v -s -p no:cacheprovider --durations=5
+
+# one assignment through a real JupyterHub on 127.0.0.1 (tests/course_hub, scripts/hub_course.py):
+# JupyterHub in the nbgrader venv (requirements-hub.txt), its proxy configurable-http-proxy from
+# npm (pinned in tests/course_hub/package-lock.json); about 2 minutes on 2 cores
+HUB_STAMP := $(NBG_VENV)/.installed-hub
+CHP := tests/course_hub/node_modules/.bin/configurable-http-proxy
+$(HUB_STAMP): requirements-hub.txt $(NBG_STAMP)
+	$(NBG_BIN)/python -m pip install --quiet -r requirements-hub.txt
+	touch $@
+
+$(CHP): tests/course_hub/package.json tests/course_hub/package-lock.json
+	npm ci --prefix tests/course_hub --no-audit --no-fund --loglevel=error
+	touch $@
+
+course-test: $(HUB_STAMP) $(CHP)
+	$(NBG_BIN)/python -m pytest tests/course_hub --noconftest -v -s -p no:cacheprovider
 
 lint: setup
 	$(BIN)/ruff check mha tests benchmarks scripts
@@ -77,7 +97,7 @@ $(PARITY_STAMP): requirements-parity.txt $(STAMP)
 	touch $@
 
 unit: setup $(PARITY_STAMP)
-	$(BIN)/python -m pytest tests --ignore=tests/built_book --ignore=tests/assignments -n $(JOBS) -q
+	$(BIN)/python -m pytest tests --ignore=tests/built_book --ignore=tests/assignments --ignore=tests/course_hub -n $(JOBS) -q
 
 notebooks: setup
 	$(BIN)/python -m pytest --nbval-lax --nbval-current-env -n $(JOBS) --dist loadfile -v -p no:cacheprovider chapters
@@ -92,11 +112,13 @@ colab-check: setup
 browser: setup
 	$(BIN)/python -m pytest tests/built_book -n $(JOBS) --dist loadgroup -v -p no:cacheprovider --durations=10
 
-test: lint unit assignments-test notebooks colab-check book browser
+test: lint unit assignments-test course-test notebooks colab-check book browser
 	@echo "make test: all checks passed"
 
+# JupyterLab's settings for the book (lab-settings/overrides.json: defaults a reader may change):
+# a notebook saves its widgets' state, so a saved chapter shows its explorer again with no kernel
 lab: setup
-	$(BIN)/jupyter lab chapters
+	$(BIN)/jupyter lab --LabApp.app_settings_dir=$(CURDIR)/lab-settings chapters
 
 clean:
 	rm -rf _build _static_offline .pytest_cache .hypothesis

@@ -23,6 +23,7 @@ from .functional import (
     split_heads,
 )
 from .head import AttentionHead
+from .head_figure import head_view, save_html
 from .importance import attention_layers, head_gates, head_importance, prune_heads
 from .language_model import load_language_model
 from .latent import LatentAttention
@@ -44,6 +45,7 @@ __all__ = [
     "device",
     "head_gates",
     "head_importance",
+    "head_view",
     "KVCache",
     "LatentAttention",
     "load_language_model",
@@ -57,6 +59,7 @@ __all__ = [
     "record_attention",
     "RelativeMultiHeadAttention",
     "RotaryMultiHeadAttention",
+    "save_html",
     "scaled_dot_product_attention",
     "sdpa_backend",
     "split_heads",

@@ -92,6 +92,7 @@ class ExplorerResult:
     key_tokens: list = None  # Lk labels when they differ from ``tokens`` (cross-attention)
     head_labels: list = None  # one title per head
     table: dict = None  # a trained source's pattern scores (``mha.sources.head_table``)
+    mask: torch.Tensor = None  # (Lq, Lk) bool, True = may attend; None: every key allowed
 
     @property
     def ok(self):
@@ -404,7 +405,7 @@ def _explore_trained(config):
     if view.name is not None:  # the Shakespeare model: the passage seed picks
         config["passage"] = view.name
     return ExplorerResult(config, view.tokens_q, weights=weights.float(),
-                          key_tokens=view.tokens_k, table=table,
+                          key_tokens=view.tokens_k, table=table, mask=_square(mask),
                           head_labels=[f"head {h}: {n}" for h, n in enumerate(table["names"])])
 
 
@@ -434,6 +435,11 @@ def _explore(config, attention_fn):
     return ExplorerResult(
         config, tokens, weights=weights[0].float().cpu(), output=output,
         params=count_parameters(d_model, num_heads, num_kv_heads),
-        flops=count_flops(seq_len, d_model, num_heads, num_kv_heads))
+        flops=count_flops(seq_len, d_model, num_heads, num_kv_heads), mask=_square(mask))
+
+
+def _square(mask):
+    """``_mask``'s (1, 1, L, L) as (L, L), or None."""
+    return None if mask is None else mask[0, 0].clone()
 
 

@@ -6,6 +6,21 @@ hands the picture to the book's one front end, ``mha/static/live/`` (``mha.live.
 Displayed, an ``Explorer`` is that widget in Jupyter (and Colab), and in the built book the live
 figure ``mha.live.explorer.explorer_figure``, which recomputes in the page with no kernel.
 
+The picture is a ``mha.live.picture.Picture``, an anywidget: the front end
+reaches the page once per explorer, as the widget's ES module, and a change of a
+control sends only the new figure (its markup and its spec: the weights as
+JSON), which the front end redraws. Without anywidget (ipywidgets only: e.g. a
+Colab runtime that lacks it, since the chapters' set-up cell installs the
+package alone) the picture is an ``ipywidgets.Output`` instead, whose one output
+is replaced by the whole figure, front end included, at every change: the same
+picture, slower.
+
+A saved notebook shows the explorer again with no kernel where the widget state
+is saved with it (JupyterLab: Settings, Save Widget State Automatically, on in
+the project's ``make lab``; the state holds the picture's module and its last
+figure); otherwise JupyterLab says "Error displaying widget: model not found":
+it does not fall back to the output's HTML, which only the built book shows.
+
 Coupled knobs stay valid in the UI: num_heads offers only the divisors of d_model (up to 16),
 num_kv_heads only the divisors of num_heads, and window is greyed out (off) for a
 cross-attention source. ``explore_once`` still explains an impossible combination given to it
@@ -15,6 +30,8 @@ and the sink logit of ``mha.explore``'s module docstring.
 The computation's names (``explore_once``, ``build_layer``, ``embed_tokens``, the counts, ...) are
 importable from here too, as chapter 07 uses them: ``from mha import widgets``.
 """
+
+import contextlib
 
 from .counts import count_flops, count_parameters
 from .explore import (
@@ -38,6 +55,7 @@ from .explore import (
 from .live import explorer as live_explorer
 from .live.ch01 import temperature_bars
 from .live.explorer import payload, render
+from .live.picture import markup, picture_class
 from .sources import TRAINED_SOURCES
 
 __all__ = ["DEFAULTS", "EXAMPLE_SENTENCES", "MASK_KINDS", "SINKS", "SOURCES", "WINDOWS",
@@ -67,14 +85,37 @@ def _output(view, html_text, text):
                      "data": {"text/html": html_text, "text/plain": text}},)
 
 
-class Explorer:
-    """The UI: ``controls`` (name -> widget), ``view`` (the heatmaps, an ``Output``), ``counts``
-    (HTML table), ``note`` (what the coupled knobs do).
+def _picture():
+    """The explorer's picture: a ``Picture`` (anywidget), else an ``Output``."""
+    import ipywidgets as w
 
-    Every change of a control keeps the coupled knobs valid, calls ``update()``, which recomputes
-    with ``explore_once`` and sends the weights to the front end; ``result`` is the latest
-    ``ExplorerResult`` and ``redraws`` counts the updates. Displaying the object shows its widget
-    (``.widget``) in Jupyter and a self-contained HTML explorer in the built book.
+    cls = picture_class()
+    return w.Output() if cls is None else cls()
+
+
+def _show(view, figure, message_html, text):
+    """Draw ``figure`` in ``view``, or with no figure the message: a
+    ``Picture`` gets the figure's markup and spec only, an ``Output`` the whole
+    HTML (``text``: its plain-text form)."""
+    if isinstance(view, picture_class() or ()):
+        view.html = message_html if figure is None else markup(figure)
+    else:
+        _output(view, message_html if figure is None else figure.html(), text)
+
+
+class Explorer:
+    """The UI: ``controls`` (name -> widget), ``view`` (the heatmaps: a
+    ``mha.live.picture.Picture``, or an ``Output`` without anywidget;
+    ``drawn_html()`` says what it was given), ``counts`` (HTML table), ``note``
+    (what the coupled knobs do).
+
+    Every change of a control keeps the coupled knobs valid, calls
+    ``update()``, which recomputes with ``explore_once`` and sends the weights
+    to the front end (a ``Picture``: the figure's markup and spec only; the
+    front end came once, with the widget); ``result`` is the latest
+    ``ExplorerResult`` and ``redraws`` counts the updates. Displaying the object
+    shows its widget (``.widget``) in Jupyter and a self-contained HTML
+    explorer in the built book.
     """
 
     def __init__(self, attention_fn=None, **initial):
@@ -131,7 +172,7 @@ class Explorer:
                                layout=cont["layout"]),
         }
         self.attention_fn = attention_fn
-        self.view = w.Output()
+        self.view = _picture()
         self.counts = w.HTML()
         self.note = w.HTML(
             "<div style='font-size:0.85em;color:#444;max-width:44em'>The knobs keep each other "
@@ -173,29 +214,39 @@ class Explorer:
 
     def _sync(self, name, old):
         """Keep the coupled knobs valid after ``name`` changed from ``old`` (no redraw while
-        doing it). Without grouping (num_kv_heads = num_heads) the two move together."""
+        doing it). Without grouping (num_kv_heads = num_heads) the two move
+        together. A control's new options and value reach the front end in one
+        message."""
         c = self.controls
         self._syncing = True
         try:
-            old_heads = old if name == "num_heads" else c["num_heads"].value
-            if name == "d_model":
-                heads = self._head_options(c["d_model"].value)
-                value = _nearest(heads, c["num_heads"].value)
-                c["num_heads"].options = heads
-                c["num_heads"].value = value
-            if name in ("d_model", "num_heads"):
-                kv = _divisors(c["num_heads"].value)
-                ungrouped = c["num_kv_heads"].value == old_heads
-                value = (c["num_heads"].value if ungrouped
-                         else _nearest(kv, c["num_kv_heads"].value))
-                c["num_kv_heads"].options = kv
-                c["num_kv_heads"].value = value
-            if name == "source":
-                self._enable()
-                if old == "random layer" and c["source"].value != "random layer":
-                    c["temperature"].value = 1.0  # trained heads first as trained: T = 1
+            with contextlib.ExitStack() as held:
+                for control in c.values():
+                    held.enter_context(control.hold_sync())
+                self._sync_held(name, old)
         finally:
             self._syncing = False
+
+    def _sync_held(self, name, old):
+        c = self.controls
+        old_heads = old if name == "num_heads" else c["num_heads"].value
+        if name == "d_model":
+            heads = self._head_options(c["d_model"].value)
+            value = _nearest(heads, c["num_heads"].value)
+            c["num_heads"].options = heads
+            c["num_heads"].value = value
+        if name in ("d_model", "num_heads"):
+            kv = _divisors(c["num_heads"].value)
+            ungrouped = c["num_kv_heads"].value == old_heads
+            value = (c["num_heads"].value if ungrouped
+                     else _nearest(kv, c["num_kv_heads"].value))
+            c["num_kv_heads"].options = kv
+            c["num_kv_heads"].value = value
+        if name == "source":
+            self._enable()
+            if old == "random layer" and c["source"].value != "random layer":
+                # trained heads are first shown as trained: T = 1
+                c["temperature"].value = 1.0
 
     def _changed(self, change):
         if self._syncing:
@@ -210,13 +261,21 @@ class Explorer:
         self.redraws += 1
         # the picture first: its message is the larger, and what the reader is looking at
         if not self.result.ok:
-            _output(self.view, live_explorer.message_html(self.result.message),
-                    self.result.message)
+            message = self.result.message
+            _show(self.view, None, live_explorer.message_html(message), message)
         else:
             view = self.controls["view"].value
-            _output(self.view, live_explorer.view_figure(self.result, view).html(),
-                    f"<attention weights: {live_explorer.VIEWS[view]}>")
+            _show(self.view, live_explorer.view_figure(self.result, view), None,
+                  f"<attention weights: {live_explorer.VIEWS[view]}>")
         self.counts.value = self.result.counts_html()
+
+    def drawn_html(self):
+        """What ``view`` was last given to draw: the figure's HTML with its spec
+        (a ``Picture``'s ``html``; an ``Output``'s one output) or a message."""
+        if isinstance(self.view, picture_class() or ()):
+            return self.view.html
+        (out,) = self.view.outputs
+        return out["data"]["text/html"]
 
     def static_html(self):
         """The explorer for a page with no kernel (the built book): ``mha.live.explorer``."""

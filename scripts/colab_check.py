@@ -150,7 +150,8 @@ def make_env(profile, wheel):
 def describe(python):
     code = ("import importlib.metadata as m, mha; print('mha from', mha.__file__); "
             "print(', '.join(f'{p} {m.version(p)}' for p in ('torch', 'numpy', 'matplotlib', "
-            "'seaborn', 'ipywidgets', 'tqdm', 'ipykernel', 'ipython')))")
+            "'seaborn', 'ipywidgets', 'anywidget', 'tqdm', 'ipykernel', "
+            "'ipython')))")
     out = subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True,
                          cwd=tempfile.gettempdir()).stdout
     print(out, end="")

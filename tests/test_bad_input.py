@@ -655,6 +655,42 @@ def _():
     )
 
 
+@register("head_view / save_html")
+def _():
+    w = torch.softmax(t(2, 3, 4, 4), -1)  # (B, H, L, S)
+    tokens = list("abcd")
+    scores = t(2, 3, 4, 4)
+    bad_weights = st.sampled_from([
+        scores, scores.abs() + 1, w[0, 0], w[None, None], w.long(), w > 0.1,
+        w.masked_fill(w > 0.3, float("nan")), [], {}, (), [None], "weights",
+        None, [w, w[..., :3]], {"a": [w, w]}])
+    bad_tokens = st.one_of(
+        st.sampled_from(["abcd", None, 4, torch.arange(4), np.arange(4)]),
+        st.integers(0, 8).filter(lambda n: n != 4).map(lambda n: ["t"] * n))
+    fig = mha.head_view(w, tokens)
+    return st.one_of(
+        bad_weights.map(lambda x: ((lambda: mha.head_view(x, tokens)),
+                                   "weights")),
+        bad_tokens.map(lambda x: ((lambda: mha.head_view(w, x)), "tokens")),
+        st.one_of(st.integers(0, 6).filter(lambda n: n != 3).map(
+            lambda n: ["k"] * n), st.just("abc")).map(
+            lambda x: ((lambda: mha.head_view(w[..., :3], tokens,
+                                              key_tokens=x)), "key_tokens")),
+        st.one_of(NOT_AN_INT, st.integers(max_value=-1),
+                  st.integers(min_value=2)).map(
+            lambda b: ((lambda: mha.head_view(w, tokens, batch=b)), "batch")),
+        st.one_of(st.integers(min_value=2), st.integers(max_value=-3),
+                  st.sampled_from(["enc", [], [0, 0], 0.5, True])
+                  ).map(lambda k: ((lambda: mha.head_view([w, w], tokens,
+                                                          layer=k)), "layer")),
+        st.sampled_from([3, ["t"], b"t"]).map(
+            lambda x: ((lambda: mha.head_view(w, tokens, title=x)), "title")),
+        st.sampled_from([None, "figure", 3, w]).map(
+            lambda f: ((lambda: mha.save_html(f, "x.html")), "figure")),
+        st.sampled_from([None, 3, "/no/such/dir/x.html"]).map(
+            lambda p: ((lambda: mha.save_html(fig, p)), "path")),
+    )
+
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_wrong_call_names_the_argument(name):
     @settings(max_examples=40)

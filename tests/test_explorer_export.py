@@ -163,7 +163,8 @@ def run_page_compute(tmp_path, data, settings):
         f"console.log(JSON.stringify({json.dumps(settings)}.map(function (v) {{\n"
         "  var st = COMPUTE.explorer(v, data, null, {});\n"
         "  return {grids: st.views.heads.grids, caption: st.views.heads.caption, state: st.state,\n"
-        "    unused: st.unused, disabled: st.disabled};\n})));\n})();\n")
+        "    unused: st.unused, disabled: st.disabled, masked: st.views.heads.masked || null,\n"
+        "    fit: st.views.heads.fit};\n})));\n})();\n")
     done = subprocess.run([NODE, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -216,7 +217,18 @@ def test_the_pages_compute_in_node_is_explore_once_with_window_and_sink(tmp_path
                                            v["sink"])
         torch.testing.assert_close(torch.tensor(got["grids"], dtype=torch.float64),
                                    expected.weights.double(), atol=1e-5, rtol=0)
-        caption = webview.payload(expected)["heads"]["caption"]
+        heads = webview.payload(expected)["heads"]
+        caption = heads["caption"]
+        # the cells a mask or window blocks, drawn blank (not as weights near 0): the same
+        # cells in the page and in Jupyter, and none without a mask
+        assert got["masked"] == heads.get("masked"), v
+        blocked = None if expected.mask is None else (~expected.mask).tolist()
+        if blocked is not None and any(map(any, blocked)):
+            assert [[c == "1" for c in row] for row in got["masked"]] == blocked, v
+            assert (expected.weights[:, ~expected.mask] == 0).all()
+        else:
+            assert got["masked"] is None, v
+        assert got["fit"] is True and heads["fit"] is True
         for pattern in (r", causal window \d+", r", sink s = .*"):
             assert said(pattern, got["caption"]) == said(pattern, caption), (pattern, v)
         assert bool(said("sink", got["caption"])) == (v["sink"] is not None)

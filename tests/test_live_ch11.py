@@ -103,11 +103,13 @@ def test_as_built_follows_mistrals_sliding_window():
     s = ch11.size_state("Mistral 7B", "GQA", 8192)
     series = {x["label"]: x["y"] for x in s["views"]["growth"]["series"]}
     assert list(series) == ["as built: GQA 8, window 4,096", "chosen: GQA 8, all kept"]
-    assert series["chosen: GQA 8, all kept"][-1] == 1024
+    # each line as a multiple of its own cache at 512 tokens: all kept, 16 times at 8,192
+    assert series["chosen: GQA 8, all kept"][-1] == 16
     built = series["as built: GQA 8, window 4,096"]
     want = [kv_cache_bytes(32, 8, 128, mistral.cached_positions(n)) / 2**20
             for n in (512, 1024, 2048, 4096, 8192)]
-    assert built == want and built[-2:] == [512, 512]
+    assert built == [w / want[0] for w in want] and built[-2:] == [8, 8]
+    assert want[-2:] == [512, 512]
     assert s["state"]["built_mib"] == 512
     assert "sliding window of 4,096 positions caps the cache at 4,096 positions: 512 MiB" \
         in s["readout"]
@@ -125,6 +127,7 @@ def test_the_growth_plot_is_log_log_and_every_line_has_slope_1():
         for kind in ch11.KINDS:
             growth = ch11.size_state(name, kind, c.context)["views"]["growth"]
             assert growth["x_log"] and growth["y_log"] and "y_min" not in growth
+            assert growth["square"]  # a doubling as long on both axes: slope 1 at 45 deg
             assert "log scale" in growth["x_label"] and "log scale" in growth["y_label"]
             x = torch.tensor(growth["x"], dtype=torch.float64).log2()
             for series in growth["series"]:
@@ -162,8 +165,12 @@ def test_the_chosen_kind_is_the_accent_colour_in_both_views():
                 assert len(labels) == 1
                 continue
             assert labels[1].startswith(f"chosen: {kind} ")
+            # the line: the chosen kind's cache over its cache at the first context
             chosen = growth["series"][1]["y"]
-            assert chosen[growth["marker"]] == sizes["values"][ch11.KINDS.index(kind)]
+            kv = ch11.kv_heads(c, kind)
+            first = kv_cache_bytes(c.num_layers, kv, c.d_head, ch11.CONTEXTS[0]) / 2**20
+            assert chosen[growth["marker"]] * first == pytest.approx(
+                sizes["values"][ch11.KINDS.index(kind)])
 
 
 def test_readouts_count_heads_and_quote_the_tokens_written():

@@ -60,7 +60,7 @@ def test_deepseek_v3s_own_setting_says_56_9x(cache_fig):
     assert f"{b['MHA'] / b['MLA']:.1f}" == "56.9" and f"{b['GQA'] / b['MLA']:.1f}" == "3.6"
     text = s["readout"]
     for said in ("2 x 61 layers x 8 kv heads x 128 x 2 bytes = 249,856 bytes (244 KiB) per "
-                 "token", "MLA: 61 x (512 + 64) x 2 bytes = 70,272 bytes (68.6 KiB), 3.6x less "
+                 "token", "MLA: 61 x (512 + 64) x 2 bytes = 70,272 bytes (68.6 KiB), 3.56x less "
                  "than GQA", "MHA (128 kv heads): 3,997,696 bytes, 56.9x the latent cache, "
                  "DeepSeek-V3's shape", "At 128K tokens: MHA 488 GiB, GQA 30.5 GiB, "
                  "MLA 8.58 GiB."):
@@ -68,7 +68,7 @@ def test_deepseek_v3s_own_setting_says_56_9x(cache_fig):
     assert s["views"]["sizes"]["values"] == [3904.0, 244.0, 30.5, 68.625]
     assert "DeepSeek-V3" not in cache_fig.state(kv_rank=256)["readout"]
     # fewer kv heads than the latent's numbers: MLA is the larger cache, and says so
-    assert "2.2x more than GQA" in cache_fig.state(kv_heads=1)["readout"]
+    assert "2.25x more than GQA" in cache_fig.state(kv_heads=1)["readout"]
 
 
 def test_impossible_kv_heads_snap_back_without_an_error(cache_fig):

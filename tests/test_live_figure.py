@@ -85,8 +85,13 @@ FRONT_END = F.JS_DIR
 
 
 def test_the_front_end_is_every_part_once_in_one_function():
+    # the widget's entry (widget.js): only in the widget's module
+    from mha.live.picture import ENTRY
+
     on_disk = sorted(p.stem for p in FRONT_END.glob("*.js"))
-    assert sorted(F.JS_PARTS) == on_disk, "JS_PARTS must name every file of mha/static/live/"
+    assert sorted([*F.JS_PARTS, ENTRY]) == on_disk, (
+        "JS_PARTS and the widget entry must name every file of "
+        "mha/static/live/")
     text = F.script()
     assert text.startswith('<script>(function () {\n"use strict";\n')
     assert text.endswith("})();</script>")
@@ -113,15 +118,15 @@ def test_the_bundle_is_valid_javascript(tmp_path):
 
 
 def test_imports_go_one_way():
-    """views imports nothing of mha.live; figure only views; a chapter module never another
-    chapter's (explorer is chapter 07's)."""
+    """views and style import nothing of mha.live; figure only them; a chapter module never
+    another chapter's (explorer is chapter 07's)."""
     def imported(path):
         tree = ast.parse(path.read_text())
         return {n.module for n in ast.walk(tree)
                 if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
 
-    assert imported(LIVE / "views.py") == set()
-    assert imported(LIVE / "figure.py") == {"views"}
+    assert imported(LIVE / "views.py") == imported(LIVE / "style.py") == set()
+    assert imported(LIVE / "figure.py") == {"views", "style"}
     chapters = {p.stem for p in LIVE.glob("ch*.py")} | {"explorer"}
     for name in chapters:
         assert not imported(LIVE / f"{name}.py") & (chapters - {name}), name

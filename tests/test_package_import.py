@@ -5,7 +5,7 @@ import pytest
 
 SCRIPT = """
 import sys
-for name in ("matplotlib", "seaborn", "ipywidgets", "tqdm"):
+for name in ("matplotlib", "seaborn", "ipywidgets", "tqdm", "anywidget"):
     sys.modules[name] = None  # importing any of them now fails
 import torch, mha
 layer = mha.MultiHeadAttention(16, 4)

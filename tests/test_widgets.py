@@ -352,13 +352,13 @@ def test_broken_attention_fn_gives_a_message():
 # ----------------------------------------------------------------------------- the widget
 
 def _drawn(ex):
-    """What the front end draws, read back from the view's one HTML output (the figure's spec,
-    see mha.live.figure): the heatmaps' weights, labels and titles and the table."""
+    """What the front end draws, read back from what the view was given (the
+    figure's spec, see mha.live.figure): the heatmaps' weights, labels and
+    titles and the table."""
     import json
     import re
 
-    (out,) = ex.view.outputs
-    html_text = out["data"]["text/html"]
+    html_text = ex.drawn_html()
     found = re.search(r'<script type="application/json" class="mha-spec">(.*?)</script>',
                       html_text, re.S)
     if not found:
@@ -594,9 +594,8 @@ def test_widget_view_switches_to_one_head_as_lines():
     assert "view" not in ex.config() and ex.controls["view"].value == "heatmaps"
     ex.controls["view"].value = "lines"
     assert ex.redraws == 2 and ex.result.ok
-    (out,) = ex.view.outputs
-    spec = json.loads(re.search(r'class="mha-spec">(.*?)</script>', out["data"]["text/html"],
-                                re.S).group(1).replace("<\\/", "</"))
+    found = re.search(r'class="mha-spec">(.*?)</script>', ex.drawn_html(), re.S)
+    spec = json.loads(found.group(1).replace("<\\/", "</"))
     (state,) = spec["states"].values()
     assert spec["pool"][state["views"]["heads"]] is None
     lines = spec["pool"][state["views"]["lines"]]

@@ -129,7 +129,8 @@ def payload(result, view="heatmaps"):
         raise ValueError(f"view must be one of {list(VIEWS)}; got {view!r}")
     keys = result.tokens if result.key_tokens is None else result.key_tokens
     heads = heatmap(result.weights, result.tokens, keys, titles=_head_labels(result),
-                    caption=_title(result.config, result.weights), digits=6)
+                    caption=_title(result.config, result.weights), digits=6, fit=True,
+                    masked=None if result.mask is None else ~result.mask)
     if result.config.get("passage"):  # a passage: up to context_length characters
         heads["cell_min"] = TEXT_CELL_MIN
     lines = None

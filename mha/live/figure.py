@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .._threads import one_thread
+from .style import CSS
 from .views import VIEW_KINDS, arrows, bars, heatmap, lines, plot, table
 
 # the view builders (mha.live.views) are re-exported: a chapter's figure imports all it needs here
@@ -36,41 +37,6 @@ JS_DIR = Path(__file__).resolve().parents[1] / "static" / "live"
 JS_PARTS = ("core", "heatmap", "charts", "panels", "lines", "compute", "lm", "textfig", "mount")
 CONTROL_KINDS = ("range", "select", "toggle", "step", "text")
 MAX_STATES = 5000
-
-CSS = """<style>
-.mha-live{font-family:sans-serif;font-size:14px;margin:.6em 0;color:inherit;max-width:100%}
-.mha-live .mha-note{border-left:4px solid #3b6ea5;padding:.4em .7em;margin:.3em 0 .6em;
- background:rgba(59,110,165,.08)}
-.mha-live .mha-controls{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(20em,100%),1fr));
- gap:.4em 1.2em;margin:.4em 0}
-.mha-live .mha-control{display:flex;align-items:center;gap:.5em;min-height:32px}
-.mha-live .mha-control label{min-width:7.5em}
-.mha-live .mha-step{grid-column:1/-1;flex-wrap:wrap}
-.mha-live .mha-control input[type=range]{flex:1;min-width:6em;max-width:12em;min-height:28px}
-.mha-live .mha-control input[type=checkbox]{width:22px;height:22px}
-.mha-live .mha-control select{min-height:30px;max-width:12em;font-size:14px}
-.mha-live .mha-control button{min-width:32px;min-height:32px;font-size:14px}
-.mha-live .mha-control output{min-width:3.5em;font-variant-numeric:tabular-nums}
-.mha-live .mha-text{grid-column:1/-1;flex-wrap:wrap;align-items:flex-start}
-.mha-live .mha-control textarea{flex:1 1 16em;min-width:0;max-width:100%;box-sizing:border-box;
- font:14px/1.35 monospace;padding:.3em;color:inherit;background:transparent;resize:vertical}
-.mha-live :disabled,.mha-live [aria-disabled="true"]{opacity:.5;cursor:not-allowed}
-.mha-live .mha-readout{margin:.3em 0;min-height:1.4em;font-weight:600}
-.mha-live canvas{display:block;max-width:100%;height:auto;margin:.3em 0}
-.mha-live [hidden]{display:none!important}
-.mha-live .mha-views{display:flex;flex-wrap:wrap;gap:.4em 1.5em;align-items:flex-start;
- overflow-x:auto}
-.mha-live table{border-collapse:collapse;font-size:13px;margin:.4em 0}
-.mha-live td,.mha-live th{padding:0 .6em;text-align:right}
-.mha-live caption{text-align:left;color:inherit}
-.mha-live .mha-error{color:#b00020}
-html[data-theme=dark] .mha-live .mha-error{color:#ff8a80}
-@media (pointer:coarse){.mha-live .mha-control,.mha-live .mha-control select,
- .mha-live .mha-control input[type=range]{min-height:44px}
- .mha-live .mha-control button{min-width:44px;min-height:44px}
- .mha-live .mha-control input[type=checkbox]{width:28px;height:28px}}
-</style>"""
-
 
 @dataclass
 class Control:
@@ -274,11 +240,20 @@ class Figure:
         note = f'<div class="mha-note">{self.note}</div>' if self.note else ""
         return (f'{CSS}<div class="mha-live" data-figure="{html.escape(self.name)}" '
                 f'role="figure" aria-label="{html.escape(self.title)}">{note}'
-                f'<div class="mha-controls" role="group" aria-label="controls: '
-                f'{html.escape(self.title)}"></div>'
-                f'<p class="mha-readout" aria-live="polite"></p><div class="mha-views"></div>'
+                f'{self._bar()}<div class="mha-views"></div>'
                 f'<div class="mha-error" role="alert"></div>'
                 f'{_json_script(self.spec(), "mha-spec")}{script()}</div>')
+
+    def _bar(self):
+        """The controls, in a bar that stays in view (CSS position: sticky, below the book's
+        sticky header: --mha-top, set by mount.js) while the reader scrolls to the view a
+        control changes; then the readout, which scrolls with the views (in the bar, a readout
+        of 5 lines made it a third of a phone's screen)."""
+        controls = (f'<div class="mha-controls" role="group" aria-label="controls: '
+                    f'{html.escape(self.title)}"></div>')
+        if self.controls:
+            controls = f'<div class="mha-bar">{controls}</div>'
+        return f'{controls}<p class="mha-readout" aria-live="polite"></p>'
 
     def _repr_html_(self):
         return self.html()

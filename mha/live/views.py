@@ -34,14 +34,18 @@ def _numbers(x, digits=5):
 
 def heatmap(grids, rows, cols, *, titles=None, caption="", vmin=0.0, vmax=1.0, scale="viridis",
             label="attention weight", numbers=False, marks=None, axes=None, digits=5,
-            ticks=None, tick_labels=None):
+            ticks=None, tick_labels=None, masked=None, fit=False):
     """Heatmaps on one colour scale: ``grids`` (H, Lq, Lk) (a tensor or nested lists; NaN drawn
     as a crossed grey cell), ``rows``/``cols`` token labels, ``titles`` one per heatmap,
     ``scale`` ``viridis`` or ``diverging``, ``numbers`` writes each value in its cell, ``marks``
     ``[(h, i, j), ...]`` outlines cells, ``axes`` replaces the "rows: queries" line; values are
     rounded to ``digits`` decimals. ``ticks`` (values in ``vmin..vmax``) and ``tick_labels``
     (one per tick) replace the colour bar's numbers, e.g. ``[0, 1]`` and ``["blocked", "may
-    attend"]`` for a mask."""
+    attend"]`` for a mask. ``masked`` (Lq, Lk) bool, True = blocked by a mask (every grid
+    alike), draws those cells blank and struck through, apart from weights near 0 (sent as
+    one string per row, "1" = blocked). ``fit``: many heads in smaller cells (never under
+    12 px, every token labelled), more a row, until they fit the screen below the figure's
+    controls (chapter 07's explorer)."""
     if ticks is not None:
         ticks = [float(v) for v in ticks]
         if any(not vmin <= v <= vmax for v in ticks):
@@ -57,6 +61,16 @@ def heatmap(grids, rows, cols, *, titles=None, caption="", vmin=0.0, vmax=1.0, s
          "label": label, "numbers": numbers, "marks": [list(m) for m in marks or []]}
     if axes:
         d["axes"] = axes
+    if fit:
+        d["fit"] = True
+    if masked is not None:
+        masked = [[bool(x) for x in row] for row in
+                  (masked.tolist() if hasattr(masked, "tolist") else masked)]
+        if len(masked) != len(d["rows"]) or any(len(r) != len(d["cols"]) for r in masked):
+            raise ValueError(f"masked must be ({len(d['rows'])}, {len(d['cols'])}), one entry "
+                             f"per cell; got {len(masked)} rows")
+        if any(any(r) for r in masked):  # a row as a string, "1" = blocked (a passage's
+            d["masked"] = ["".join("1" if x else "0" for x in r) for r in masked]  # 128 x 128)
     if ticks is not None:
         d["ticks"] = ticks
         d["tick_labels"] = None if tick_labels is None else [str(x) for x in tick_labels]

@@ -355,3 +355,42 @@ def test_a_trained_source_shows_no_stale_select_and_gives_the_readers_values_bac
     assert (shown("num_heads"), shown("mask")) == ("4", "causal")
     assert not root.locator('[data-knob="num_heads"] option[data-unused]').count()
     assert not page.errors, page.errors
+
+
+def test_masked_cells_are_blank_and_many_heads_fit_the_screen(browser):
+    """A cell the mask blocks is drawn blank and struck through, not in the colour scale's
+    dark end, which a weight near 0 also takes (a reader could not tell them apart); and 8
+    heads of 12 tokens on a 1280 x 800 screen go 3 a row in smaller cells (12 px: every token
+    still labelled), about half as far down the page as 2 a row (1,347 px), so that below the
+    controls' bar 6 of them show at once."""
+    from live_figures import pixel
+
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        fig = live_explorer.explorer_figure({**widgets.DEFAULTS, "mask_kind": "causal"})
+        page.set_content(fig.page())
+        page.evaluate("() => document.querySelector('main').style.width = '688px'")
+        root = page.locator('.mha-live[data-figure="explorer"]')
+        page.wait_for_function("el => el.dataset.draws >= 1", arg=root.element_handle())
+        root.evaluate("r => r.mhaRedraw()")
+        geom = root.locator('canvas[data-view="heads"]').evaluate(
+            "c => [c.mhaGeom.cell, c.mhaGeom.panels, c.dataset.columns, c.dataset.labelStride,"
+            " c.getBoundingClientRect().height]")
+        cell, panels, columns, stride, height = geom
+        assert (int(columns), int(stride)) == (3, 1) and cell >= 12, geom
+        assert height <= 700, geom
+        bar = root.locator(".mha-bar").evaluate("b => b.offsetHeight")
+        assert panels[5][1] + cell * 12 <= 800 - bar, (geom, bar)  # head 5's grid in view
+        x0, y0 = panels[0]
+        weights = drawn(page, root)
+        blank = pixel(root, "heads", x0 + 11.25 * cell, y0 + 0.25 * cell)  # query 0, key 11
+        assert blank[3] == 0 and weights[0][0][11] == 0, blank  # nothing painted: the page
+        near_zero = min((weights[0][i][j], i, j) for i in range(12) for j in range(i + 1))
+        _, i, j = near_zero
+        painted = pixel(root, "heads", x0 + (j + 0.25) * cell, y0 + (i + 0.25) * cell)
+        assert painted[3] == 255, painted  # an allowed cell, even the smallest weight
+        assert "Blank cells: masked." in root.locator(
+            'canvas[data-view="heads"]').get_attribute("aria-label")
+    finally:
+        context.close()

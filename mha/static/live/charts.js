@@ -4,7 +4,10 @@
 // smaller font, above it or, where the caption is near, inside its top; key labels at 45
 // degrees, upright where the bars are too narrow for slanted ones to clear each other.
 function bars(canvas, d, t) {
-  var n = d.values.length, room = avail(canvas), x0 = 52, ph = 170;
+  var n = d.values.length, room = avail(canvas), ph = 170;
+  // wide tick labels (chapter 14's 3,000 KiB) push the axis right, clear of the y label
+  var ticks = niceTicks(d.y_min || 0, d.y_max || 1, 5);
+  var x0 = Math.max(52, widest(ticks.map(function (tv) { return tickText(tv, ticks.step); }), "12px sans-serif") + 26);
   var bw = Math.max(18, Math.min(56, Math.floor((room - x0 - 10) / n)));
   var width = x0 + n * bw + 10, cap = heading(d.caption || "", width), y0 = cap.h + 18;
   var upright = bw * Math.SQRT1_2 < 16, sin = upright ? 1 : Math.SQRT1_2;
@@ -15,7 +18,6 @@ function bars(canvas, d, t) {
   function y(v) { return y0 + ph - (Math.max(lo, Math.min(hi, v)) - lo) / (hi - lo) * ph; }
   ctx.strokeStyle = t.muted; ctx.beginPath(); ctx.moveTo(x0, y0); ctx.lineTo(x0, y0 + ph);
   ctx.lineTo(x0 + n * bw, y0 + ph); ctx.stroke(); ctx.textAlign = "right"; ctx.fillStyle = t.fg;
-  var ticks = niceTicks(lo, hi, 5);
   ticks.forEach(function (tv) { ctx.fillText(tickText(tv, ticks.step), x0 - 4, y(tv)); });
   canvas.dataset.ticks = JSON.stringify(ticks);
   ctx.save(); ctx.translate(12, y0 + ph / 2); ctx.rotate(-Math.PI / 2); ctx.textAlign = "center";
@@ -24,7 +26,10 @@ function bars(canvas, d, t) {
   for (var j = 0; j < n; j++) {
     var v = d.values[j], x = x0 + j * bw + Math.max(2, bw * 0.15), w = bw - 2 * Math.max(2, bw * 0.15);
     ctx.fillStyle = hl.indexOf(j) >= 0 ? t.accent : t.bar;
-    if (v !== null) ctx.fillRect(x, y(v), w, y(lo) - y(v));
+    // a bar above 0 stays at least 3 px tall (chapter 11's MQA bar beside GPT-3's 96 heads was
+    // a sliver); its number says how tall it is
+    if (v !== null) ctx.fillRect(x, v > lo ? Math.min(y(v), y(lo) - 3) : y(v), w,
+      v > lo ? Math.max(3, y(lo) - y(v)) : y(lo) - y(v));
     // a bar with no value (a configuration that cannot exist) says so, not "NaN"
     var s = v === null ? d.null_label || "n/a" : f(v, d.decimals), at = y(v === null ? lo : v);
     ctx.fillStyle = t.fg; ctx.textAlign = "center"; ctx.font = "12px sans-serif";
@@ -65,14 +70,14 @@ function xTicks(xs, raw, at, log) {
     return !i || Math.abs(v - xs[i - 1] - (xs[1] - xs[0])) < 1e-9 * (Math.abs(xs[1] - xs[0]) || 1);
   });
   if (n <= 2 || even || log) {
-    var w = widest(raw, "12px sans-serif") + XTICK_GAP, k = 1;
+    var w = widest(raw.map(grouped), "12px sans-serif") + XTICK_GAP, k = 1;
     [1, 2, 5, 10, 20, 50, 100].some(function (c) { k = c; return c * space >= w; });
     var out = [];
-    for (var i = 0; i < n; i += k) out.push({ s: String(raw[i]), x: at(xs[i]) });
+    for (var i = 0; i < n; i += k) out.push({ s: grouped(raw[i]), x: at(xs[i]) });
     if ((n - 1) % k) { // the last point too, in place of its neighbour if they would touch
       var clash = (n - 1) % k * space < w;
       if (clash && out.length > 1) { out.pop(); clash = false; }
-      if (!clash) out.push({ s: String(raw[n - 1]), x: at(xs[n - 1]) });
+      if (!clash) out.push({ s: grouped(raw[n - 1]), x: at(xs[n - 1]) });
     }
     return out;
   }
@@ -110,6 +115,10 @@ function legend(ctx, lay, top, colours, t) {
     });
   });
 }
+// a whole number from 1,000 up with thousands separators (8,192 tokens, as the slider says it)
+function grouped(v) {
+  return typeof v === "number" && Number.isInteger(v) && Math.abs(v) >= 1000 ? v.toLocaleString("en") : String(v);
+}
 function least(a) { return Math.min.apply(null, a); }
 function most(a) { return Math.max.apply(null, a); }
 
@@ -135,7 +144,8 @@ function plot(canvas, d, t) {
     lo = Math.floor(lo / step) * step; hi = Math.ceil(hi / step) * step;
     ticks = []; for (var k = lo; k <= hi; k += step) ticks.push(k);
     tickY = function (k) { return Y(Math.pow(2, k)); };
-    text = function (k) { return k >= 0 ? String(Math.pow(2, k)) : "1/" + Math.pow(2, -k); };
+    text = function (k) { // 65,536 as the bars and tables write it
+      return k >= 0 ? Math.pow(2, k).toLocaleString("en") : "1/" + Math.pow(2, -k).toLocaleString("en"); };
   } else {
     lo = d.y_min !== undefined ? d.y_min : least(all);
     hi = d.y_max !== undefined ? d.y_max : most(all);
@@ -148,6 +158,14 @@ function plot(canvas, d, t) {
   x0 = Math.max(x0, widest(ticks.map(text), "12px sans-serif") + 26); pw = width - x0 - 12;
   // the first and last points stand XPAD px inside the axes: a ring there (6 px) leaves the y
   // axis's labels free (chapter 03's step 0, chapter 13's block 1 covered the "2")
+  // square: one doubling is as long on the x axis as on the y axis, so that slope 1 is drawn
+  // at 45 degrees (chapter 11: 2 doublings of context on x against 4 or more on y looked flat)
+  if (loglog && d.square && xhi > xlo) {
+    var per = Math.min((pw - 2 * XPAD) / (xhi - xlo), 240 / (hi - lo));
+    ph = per * (hi - lo); pw = per * (xhi - xlo) + 2 * XPAD;
+    height = y0 + ph + 52; ctx = setup(canvas, width, height);
+    caption(ctx, cap, t); legend(ctx, lg, cap.h + 2, colours, t);
+  }
   function at(v) { return x0 + XPAD + (v - xlo) / ((xhi - xlo) || 1) * (pw - 2 * XPAD); }
   function X(i) { return at(xs[i]); }
   function Y(v) { return y0 + ph - ((loglog ? Math.log2(v) : v) - lo) / (hi - lo) * ph; }

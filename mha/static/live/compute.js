@@ -110,12 +110,17 @@ COMPUTE.explorer = function (v, data, changed, root) {
       (win ? ", causal window " + win : "");
     counts = src.note; table = src.table;
   }
-  var grids = attention(q, k, o);
+  var grids = attention(q, k, o), masked = [], blocked = false;
   caption += sinkSaid(grids, o.sink);
+  for (var mi = 0; mi < o.Lq; mi++) { // the cells the mask blocks: drawn blank, struck through
+    var mrow = "";
+    for (var mj = 0; mj < o.Lk; mj++) { mrow += o.allowed(mi, mj) ? "0" : "1"; blocked = blocked || !o.allowed(mi, mj); }
+    masked.push(mrow);
+  }
   return {
     views: { counts: { text: counts }, table: table,
       heads: { grids: grids, rows: tq, cols: tk, titles: titles, caption: caption,
-        vmin: 0, vmax: 1, scale: "viridis", label: "attention weight",
+        vmin: 0, vmax: 1, scale: "viridis", label: "attention weight", masked: blocked ? masked : undefined, fit: true,
         cell_min: trained ? src.cell_min : undefined } }, // a passage: cells small enough to fit
     readout: caption + ".", options: out.options, disabled: out.disabled, set: out.set,
     unused: trained ? { d_model: 1, num_heads: 1, num_kv_heads: 1, seq_len: 1, mask: 1, sentence: 1, window: cross } : null,

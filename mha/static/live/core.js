@@ -29,7 +29,7 @@
  * a figure's mounting and redraw, window.mhaLive).
  */
 
-var VERSION = 3; // 3: text boxes and the in-page Shakespeare language model
+var VERSION = 4; // 3: text boxes and the in-page Shakespeare language model; 4: sticky bars
 // a front end may run an output's script before the output is in the page: mount again shortly
 function soon(mount) { mount(); [0, 50, 250, 1000].forEach(function (t) { setTimeout(mount, t); }); }
 if (window.mhaLive && window.mhaLive.version >= VERSION) { soon(window.mhaLive.mountAll); return; }
@@ -83,7 +83,7 @@ function fmt(x, decimals) {
   if (x === 0) return "0";
   if (Math.abs(x) < 0.005) return x.toExponential(0);
   if (decimals !== undefined && decimals !== null) return x.toFixed(decimals);
-  if (Number.isInteger(x) && Math.abs(x) > 1) return String(x); // a count: 16, not 16.00
+  if (Number.isInteger(x) && Math.abs(x) > 1) return grouped(x); // a count: 16, not 16.00; 9,216
   return Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(2);
 }
 // one view's numbers in one style: counts (every value an integer, some above 1) as 16 and 1;
@@ -94,7 +94,7 @@ function fmtFor(values) {
   var counts = all.some(function (v) { return Math.abs(v) > 1; }) && all.every(Number.isInteger);
   return function (x, decimals) {
     if (x === null || x === 0 || decimals !== undefined && decimals !== null) return fmt(x, decimals);
-    if (counts) return String(x);
+    if (counts) return grouped(x);
     return Number.isInteger(x) && Math.abs(x) < 100 ? x.toFixed(2) : fmt(x);
   };
 }
@@ -115,10 +115,11 @@ function niceTicks(lo, hi, n) {
   out.step = step;
   return out;
 }
-function tickText(v, step) { // as many decimals as the step needs: 0.25, 2.5, 1, 1000
+function tickText(v, step) { // as many decimals as the step needs: 0.25, 2.5, 1, 1,000
   var dec = Math.max(0, -Math.floor(Math.log10(step) + 1e-9) + (Math.round(step / Math.pow(10,
     Math.floor(Math.log10(step) + 1e-9)) * 10) % 10 ? 1 : 0));
-  return String(+v.toFixed(Math.min(dec, 12)));
+  var x = +v.toFixed(Math.min(dec, 12));
+  return Number.isInteger(x) && Math.abs(x) >= 1000 ? x.toLocaleString("en") : String(x);
 }
 
 function avail(canvas) { // the width of the figure (the views' box)

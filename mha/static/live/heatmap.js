@@ -23,6 +23,7 @@ function heatLayout(d, room) {
   // a grid of colours stays about 264 px across; one with numbers in its cells may use the
   // room (chapter 11's cache: 12 columns) so that its numbers keep their 11 px
   var most = Math.max(Math.floor(264 / n), d.numbers ? widest(texts, "11px sans-serif") + 4 : 0);
+  if (d.cell_max) most = Math.min(most, d.cell_max); // fitScreen's smaller cells
   function fit(reserve, label) { // the largest cell that fits one panel a row
     return Math.max(d.cell_min || HEAT_MIN, Math.min(d.numbers ? 38 : 22, Math.floor((room - label - reserve -
       HEAT_GAP) / Math.max(Lk, 1)), most));
@@ -96,11 +97,35 @@ function twoARow(L, d, room, reserve, labels) {
     SHARED_GAP) / (Lk * L.cell + SHARED_GAP)) : Math.floor((room - reserve) / L.panelW)));
 }
 
+// fit: many heads (chapter 07's explorer, 8 or 16) in smaller cells, more a row, until the
+// grids fit the screen below the figure's bar (or the cells reach FIT_MIN, where every token is
+// still labelled): 8 heads of 12 tokens went 1,347 px down the page, 2 a row, and a reader
+// moving a control saw 2 to 4 of them
+var FIT_MIN = 12;
+function fitScreen(canvas, d, room, L) {
+  var root = canvas.closest ? canvas.closest(".mha-live") : null;
+  var bar = root && root.querySelector(".mha-bar"), top = root ? parseFloat(root.style.getPropertyValue("--mha-top")) || 0 : 0;
+  var budget = Math.max(300, window.innerHeight - top - (bar ? bar.offsetHeight : 0) - 110);
+  function tall(M) { return Math.ceil(d.grids.length / M.ncols) * M.panelH; }
+  var copy = {}, k;
+  for (k in d) copy[k] = d[k];
+  for (var c = L.cell - 1; tall(L) > budget && c >= FIT_MIN; c--) {
+    copy.cell_max = c;
+    var M = heatLayout(copy, room);
+    if (M.stride > 1) break; // never drop a token's label
+    if (tall(M) < tall(L)) L = M;
+  }
+  return L;
+}
+
 function heatmap(canvas, d, t) {
   var H = d.grids.length, Lq = d.rows.length, Lk = d.cols.length, lo = d.vmin, hi = d.vmax;
-  var room = avail(canvas), L = heatLayout(d, room), cell = L.cell, h, i, j;
+  var room = avail(canvas), L = heatLayout(d, room), h, i, j;
+  if (d.fit && H > 1 && !d.raster) L = fitScreen(canvas, d, room, L);
+  var cell = L.cell;
   var axes = (d.axes || "rows: queries, columns: keys") +
-    (L.stride > 1 ? " (" + everyNth(L.stride) + " token labelled)" : "");
+    (L.stride > 1 ? " (" + everyNth(L.stride) + " token labelled)" : "") +
+    (d.masked ? "; blank" + (d.raster ? "" : ", struck through") + ": masked" : "");
   // as wide as the grids (HEAT_WIDTH at least): the caption and the subtitle wrap, so a longer
   // caption (chapter 02's "fill mha (the package), causal") never widens the canvas and moves
   // the views (two heatmaps side by side stacked while the reader clicked)
@@ -128,6 +153,12 @@ function heatmap(canvas, d, t) {
     for (i = 0; i < Lq && !d.raster; i++) {
       for (j = 0; j < Lk; j++) {
         var v = d.grids[h][i][j], cx = x0 + j * cell, cy = y0 + i * cell;
+        if (d.masked && d.masked[i].charAt(j) === "1") { // blocked by the mask: no colour (a weight near 0
+          // is dark purple), a thin stroke from corner to corner
+          ctx.strokeStyle = t.muted; ctx.lineWidth = 1; ctx.beginPath();
+          ctx.moveTo(cx + 2, cy + cell - 2); ctx.lineTo(cx + cell - 2, cy + 2); ctx.stroke();
+          continue;
+        }
         if (v === null) { // NaN: grey with a cross
           ctx.fillStyle = t.nan; ctx.fillRect(cx, cy, cell, cell); ctx.strokeStyle = t.nanCross;
           ctx.lineWidth = 1.5; ctx.beginPath(); ctx.moveTo(cx + 2, cy + 2);
@@ -175,6 +206,7 @@ function heatmap(canvas, d, t) {
   return (d.caption ? d.caption + ". " : "") + H + (H === 1 ? " heatmap" : " heatmaps") +
     (d.titles ? " (" + d.titles.join("; ") + ")" : "") + "; rows: " + d.rows.join(" ") +
     "; columns: " + d.cols.join(" ") + "; colour from " + lo + " to " + hi + "." +
+    (d.masked ? " Blank cells: masked." : "") +
     (L.stride > 1 ? " " + everyNth(L.stride).replace("e", "E") + " token is labelled." : "");
 }
 function everyNth(k) { // every other, every 3rd, every 12th, every 22nd
@@ -197,7 +229,7 @@ function raster(ctx, d, h, x0, y0, cell, t) {
       var v = row[j], p = (i * Lk + j) * 4, u = v === null ? -1 : Math.round((v - lo) * k);
       u = u < 0 ? 0 : u > 255 ? 255 : u;
       px[p] = v === null ? nan : lut[3 * u]; px[p + 1] = v === null ? nan : lut[3 * u + 1];
-      px[p + 2] = v === null ? nan : lut[3 * u + 2]; px[p + 3] = 255;
+      px[p + 2] = v === null ? nan : lut[3 * u + 2]; px[p + 3] = d.masked && d.masked[i].charAt(j) === "1" ? 0 : 255;
     }
   }
   cx.putImageData(img, 0, 0);

@@ -200,6 +200,7 @@ function mount(root) {
     });
     readout.textContent = st.readout || ""; // announced when it changes (aria-live)
     steady();
+    keepInView(root);
     root.dataset.state = JSON.stringify(st.state || values());
     last = st;
     root.dataset.drawnAt = String(performance.now());
@@ -221,15 +222,47 @@ function mount(root) {
   if (!last) throw new Error("no state drawn");
 }
 
+// A figure's bar of controls (.mha-bar, CSS position: sticky) stays in view while the reader
+// scrolls to the view a control changes; in the book it sticks below the theme's own sticky
+// bar at the top of the article (its height differs on a phone), elsewhere at the top.
+function stickyTop() {
+  var h = document.querySelector(".bd-header-article");
+  if (!h || getComputedStyle(h).position !== "sticky") return 0;
+  return Math.round(h.getBoundingClientRect().height);
+}
+function placeBars() {
+  var top = stickyTop() + "px";
+  document.querySelectorAll(".mha-live").forEach(function (r) { r.style.setProperty("--mha-top", top); });
+}
+window.addEventListener("resize", placeBars);
+
+// A redraw that shortens a figure the reader has scrolled into (a tall heatmap grid replaced
+// by one head's lines) would leave the page showing what follows the figure, the figure above
+// the screen: scroll back so that its views start just below its bar.
+function keepInView(root) {
+  var bar = root.querySelector(".mha-bar"), views = root.querySelector(".mha-views");
+  if (!bar || !views || !root.getBoundingClientRect) return;
+  // what the bar covers: a token button focused from the keyboard, or scrolled to, stops below
+  // it (scroll-margin-top in the styles), never under it
+  root.style.setProperty("--mha-bar-h", bar.offsetHeight + "px");
+  var top = parseFloat(root.style.getPropertyValue("--mha-top")) || 0, r = root.getBoundingClientRect();
+  if (r.top < top && r.bottom < top + bar.offsetHeight + 40) {
+    window.scrollBy(0, views.getBoundingClientRect().top - top - bar.offsetHeight - 8);
+  }
+}
+
 function mountAll() {
+  placeBars();
+  var failed = null; // a figure that cannot draw says so, and the others still draw
   document.querySelectorAll(".mha-live:not([data-mounted])").forEach(function (root) {
     if (!parsed(root)) return; // mounted by a later call, once the page has parsed it
     root.dataset.mounted = "1";
     try { mount(root); } catch (err) {
       var e = root.querySelector(".mha-error"); if (e) e.textContent = "The figure could not draw: " + err;
-      throw err;
+      failed = failed || err;
     }
   });
+  if (failed) throw failed; // in the console, after every other figure has drawn
 }
 // ---- a root the page has parsed (a self-contained addition): while a page is still loading,
 // a timer of soon() may find a later figure's root whose spec and error box the parser has not
