@@ -112,7 +112,7 @@ def test_typing_at_the_end_and_at_the_start_of_a_full_context(page, fig):
     check(root, text)
     times = {"end": [], "start": []}
     for where, undo in (("end", "Backspace"), ("start", "Delete")):
-        for n in range(4):  # 2 keys and 2 undos (more: benchmarks/bench_live_figures.py)
+        for n in range(10):
             box(root).focus()
             page.keyboard.press("Control+End" if where == "end" else "Control+Home")
             times[where].append(press(page, root, None, "e" if n % 2 == 0 else undo))

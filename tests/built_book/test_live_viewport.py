@@ -11,18 +11,19 @@ page). It asserts that the control was visible and not covered when used, that t
 changed, and that the view intersects the part of the screen below the bar.
 
 In dark mode every figure is drawn dark (its own colour scheme and a dark background behind
-it) and it switches with the theme without a reload; axe finds nothing in any page, its
-figures included, in either mode (test_reading_comfort.py).
+it), it switches with the theme without a reload, and axe finds nothing in it.
 """
 
 import pytest
 from conftest import HTML
+from live_figures import axe_violations
 
 pytestmark = pytest.mark.browser
 
 SIZES = {"desktop": dict(viewport={"width": 1280, "height": 800}),
          "phone": dict(viewport={"width": 390, "height": 844}, has_touch=True,
                        is_mobile=True, device_scale_factor=2)}
+MODES = ("light", "dark")
 
 
 def live_pages():
@@ -39,8 +40,7 @@ PAGES = live_pages()
 # a page's tests in one process (make browser: --dist loadgroup), which learns once which
 # views each control changes (the same at every size and in both modes)
 PAGE_PARAMS = [pytest.param(p, marks=pytest.mark.xdist_group(p)) for p in PAGES]
-CHANGES = {}  # (page, figure, knob, mode) -> the views it changes (the light pass starts
-# where the dark one left the controls, where a control may change other views)
+CHANGES = {}  # (page, figure, knob) -> the views it changes
 
 # every view's drawing: a canvas's numbers, size and caption; another view's text
 SIGNATURES = """root => Object.fromEntries([...root.querySelectorAll('.mha-views [data-view]')]
@@ -163,14 +163,14 @@ def changes(page, root, knob, kind, touch, key):
     return CHANGES[key]
 
 
-def check_figure(page, root, touch, page_path, mode):
+def check_figure(page, root, touch, page_path):
     """Every control of one figure: returns the failures (and the uses made)."""
     failures, uses = [], 0
     name = root.get_attribute("data-figure")
     for knob, kind, disabled in root.evaluate(CONTROLS):
         if disabled:
             continue
-        changed = changes(page, root, knob, kind, touch, (page_path, name, knob, mode))
+        changed = changes(page, root, knob, kind, touch, (page_path, name, knob))
         direction = +1
         for view in changed:
             hidden = root.locator(f'.mha-views [data-view="{view}"]').evaluate("e => e.hidden")
@@ -201,6 +201,27 @@ def check_figure(page, root, touch, page_path, mode):
     return failures, uses
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("page_path", PAGE_PARAMS)
+def test_every_control_is_used_beside_the_view_it_changes(browser, book_url, page_path, size,
+                                                          mode):
+    context, page = open_page(browser, book_url, page_path, size, mode)
+    try:
+        failures, uses = [], 0
+        roots = page.locator(".mha-live:has(.mha-bar)")
+        assert roots.count(), f"{page_path}: no live figure with controls"
+        for k in range(roots.count()):
+            f, n = check_figure(page, roots.nth(k), size == "phone", page_path)
+            failures += f
+            uses += n
+        assert uses, f"{page_path}: no control changed any view"
+        assert not failures, "\n".join(failures)
+        assert not page.errors, page.errors
+    finally:
+        context.close()
+
+
 # the colour behind an element: the first ancestor (or itself) with an opaque background
 BACKGROUND = """el => { for (let e = el; e; e = e.parentElement) {
   const c = getComputedStyle(e).backgroundColor.match(/[\\d.]+/g).map(Number);
@@ -216,60 +237,32 @@ def luminance(rgb):
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
-def drawn_dark(roots):
-    """Every figure's colour scheme is dark, on a dark background, its bar too."""
-    for k in range(roots.count()):
-        root = roots.nth(k)
-        name = root.get_attribute("data-figure")
-        assert root.evaluate("r => r.style.colorScheme") == "dark", name
-        behind = root.evaluate(BACKGROUND)
-        assert luminance(behind) < 0.05, f"{name}: drawn on {behind} in dark mode"
-        bar = root.locator(".mha-bar")
-        if bar.count():
-            assert luminance(bar.evaluate(BACKGROUND)) < 0.05, f"{name}: a light bar"
-
-
-def switch(page, roots, mode):
-    """The theme's switch, without a reload: every figure redraws in the new scheme."""
-    counts = roots.evaluate_all("rs => rs.map(r => Number(r.dataset.draws))")
-    page.evaluate("m => document.documentElement.dataset.theme = m", mode)
-    page.wait_for_function(
-        "([sel, n]) => [...document.querySelectorAll(sel)].every((r, i) =>"
-        " Number(r.dataset.draws) > n[i])", arg=[".mha-live", counts], timeout=5_000)
-    schemes = roots.evaluate_all("rs => rs.map(r => r.style.colorScheme)")
-    assert set(schemes) == {mode}, (mode, schemes)
-
-
-def every_control(page, page_path, size, mode):
-    failures, uses = [], 0
-    roots = page.locator(".mha-live:has(.mha-bar)")
-    assert roots.count(), f"{page_path}: no live figure with controls"
-    for k in range(roots.count()):
-        f, n = check_figure(page, roots.nth(k), size == "phone", page_path, mode)
-        failures += [f"{mode}: {x}" for x in f]
-        uses += n
-    assert uses, f"{page_path} ({mode}): no control changed any view"
-    return failures
-
-
-@pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("page_path", PAGE_PARAMS)
-def test_every_control_is_used_beside_the_view_it_changes_dark_and_light(
-        browser, book_url, page_path, size):
-    """The page loaded in dark mode: every figure drawn dark, every control used beside each
-    view it changes; then the theme switched to light without a reload (every figure redraws
-    light) and every control used again; then back to dark. (axe runs over every page, its
-    figures included, in both modes: test_reading_comfort.py.)"""
-    context, page = open_page(browser, book_url, page_path, size, "dark")
+def test_figures_are_drawn_dark_in_dark_mode_and_switch_without_reload(browser, book_url,
+                                                                       page_path):
+    context, page = open_page(browser, book_url, page_path, "desktop", "dark")
     try:
         roots = page.locator(".mha-live")
-        drawn_dark(roots)
-        failures = every_control(page, page_path, size, "dark")
-        switch(page, roots, "light")
-        failures += every_control(page, page_path, size, "light")
-        switch(page, roots, "dark")
-        drawn_dark(roots)
-        assert not failures, "\n".join(failures)
-        assert not page.errors, page.errors
+        for k in range(roots.count()):
+            root = roots.nth(k)
+            name = root.get_attribute("data-figure")
+            assert root.evaluate("r => r.style.colorScheme") == "dark", name
+            behind = root.evaluate(BACKGROUND)
+            bar = root.locator(".mha-bar")
+            assert luminance(behind) < 0.05, f"{name}: drawn on {behind} in dark mode"
+            if bar.count():
+                assert luminance(bar.evaluate(BACKGROUND)) < 0.05, f"{name}: a light bar"
+        assert not axe_violations(page), "axe violations in dark mode"
+        # the theme's switch, without a reload: light, then dark again
+        for mode, scheme in (("light", "light"), ("dark", "dark")):
+            counts = roots.evaluate_all("rs => rs.map(r => Number(r.dataset.draws))")
+            page.evaluate("m => document.documentElement.dataset.theme = m", mode)
+            page.wait_for_function(
+                "([sel, n]) => [...document.querySelectorAll(sel)].every((r, i) =>"
+                " Number(r.dataset.draws) > n[i])", arg=[".mha-live", counts], timeout=5_000)
+            schemes = roots.evaluate_all("rs => rs.map(r => r.style.colorScheme)")
+            assert set(schemes) == {scheme}, (mode, schemes)
+            if mode == "light":
+                assert not axe_violations(page), "axe violations after switching to light"
     finally:
         context.close()
