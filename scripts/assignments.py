@@ -38,7 +38,8 @@ keeps a hash of every file this script wrote, and a rerun that would replace a
 file changed since (a source notebook edited in the formgrader, the
 configuration) stops without writing anything, unless ``--force`` is given;
 then each changed file is first copied to ``COURSE_DIR/backup/<time>/``. The
-course secret (``grading/secret``) is made once and never replaced.
+course secrets (``grading/secret``, the kernel's cases, and
+``verification/secret``, the verification's) are made once and never replaced.
 An assignment that has submissions in the gradebook keeps its cells: a rerun
 that would add or remove one (a question of the course's own added after the
 release) stops before writing anything; nbgrader could not regenerate it.
@@ -98,7 +99,9 @@ c.CourseDirectory.course_id = "mha-book"
 # a chapter trains small models: give a cell time (the book allows 120 s)
 c.Execute.timeout = 300
 # autograding: a released test cell gets its hidden tests back without
-# nbgrader's checksum warning (mha_course.OverwriteCells), and every test cell
+# nbgrader's checksum warning (mha_course.OverwriteCells), the submission runs
+# in a kernel that cannot change the course (mha_course.Execute: Landlock
+# restricts what it reads and writes), and every test cell
 # is verified apart from the notebook's kernel (mha_course.VerifyGrades: the
 # student's code again in a fresh process, judged in another; the verified
 # score is the one that counts; `python mha_course.py verify ASSIGNMENT`
@@ -111,7 +114,7 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 c.Autograde.autograde_preprocessors = [
-    "nbgrader.preprocessors.Execute",
+    "mha_course.Execute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
@@ -615,10 +618,12 @@ def write_course(course, files, force=False):
         manifest[rel] = digest(text)
     record = json.dumps({"files": manifest}, indent=1, sort_keys=True)
     (course / MANIFEST).write_text(record + "\n", "utf-8")
-    secret = course / "grading" / "secret"
-    if not secret.exists():  # once: a new secret would change the cases
-        secret.write_text(secrets.token_hex(32) + "\n", "utf-8")
-        secret.chmod(0o600)
+    for secret in (course / "grading" / "secret",
+                   course / "verification" / "secret"):
+        if not secret.exists():  # once: a new secret changes the cases
+            secret.parent.mkdir(exist_ok=True)
+            secret.write_text(secrets.token_hex(32) + "\n", "utf-8")
+            secret.chmod(0o600)
     return []
 
 

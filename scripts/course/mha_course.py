@@ -15,6 +15,10 @@ the import path):
 - ``OverwriteCells`` replaces nbgrader's own in ``autograde``: the same, but
   a test cell handed in as released gets its hidden tests back without a
   checksum warning;
+- ``Execute`` replaces nbgrader's own in ``autograde``: the same, but the
+  kernel that runs a submission is sandboxed first (``SandboxedKernelManager``,
+  grading/mha_grader.py's ``kernel``): it cannot change the course or read
+  other students' work or the verification's secret;
 
 - ``nbgrader zip_collect A --collector=mha_course.CanvasCollector`` (or
   ``MoodleCollector``) files a platform's "download all submissions" zip,
@@ -44,6 +48,7 @@ import os
 import re
 import sys
 
+from jupyter_client.manager import AsyncKernelManager
 from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode
 from nbgrader import preprocessors as nbgrader_preprocessors
@@ -386,6 +391,31 @@ class OverwriteCells(nbgrader_preprocessors.OverwriteCells):
         return super().preprocess_cell(cell, resources, index)
 
 
+class SandboxedKernelManager(AsyncKernelManager):
+    """A kernel started through ``python -I COURSE/grading/mha_grader.py
+    kernel COURSE -- <its command>``, which restricts it (Landlock) before
+    it runs: it reads Python, the course's grading/ and questions/ and its
+    notebook's folder, writes only that folder and a temporary one, and
+    opens no connection."""
+
+    course = Unicode(HERE, help="the course folder").tag(config=True)
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        command = super().format_kernel_cmd(extra_arguments)
+        grader_path = os.path.join(self.course, "grading", "mha_grader.py")
+        return [sys.executable, "-I", grader_path, "kernel", self.course,
+                "--", *command]
+
+
+class Execute(nbgrader_preprocessors.Execute):
+    """nbgrader's Execute with its kernel sandboxed (SandboxedKernelManager).
+    """
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
+        super().__init__(*args, **kwargs)
+
+
 def _defines(text, name):
     try:
         tree = ast.parse(text)
@@ -490,8 +520,8 @@ def verify_submission(gb, nb, assignment, notebook, student, course=HERE,
     record = {"assignment": assignment, "student": student,
               "notebook": notebook, "input": _digest(cells, course),
               "cells": {}, "flags": [_line(f) for f in flags],
-              "run": {k: result["run"][k] for k in ("returncode",
-                                                    "timed_out")}}
+              "run": {k: result["run"].get(k)
+                      for k in ("returncode", "sandbox", "timed_out")}}
     for grade_id, outcome in result["results"].items():
         grade = gb.find_grade(grade_id, notebook, assignment, student)
         zero = [f for f in findings if f["level"] == "zero"
@@ -636,9 +666,17 @@ def report(records):
             lines += [f"    {flag}" for flag in r["flags"]]
         if r["run"]["timed_out"]:
             lines.append(f"{who}: the verification run hit its time limit")
+        if not r["run"].get("sandbox"):
+            counts["open"] = counts.get("open", 0) + 1
     lines.append(f"{len(records)} submission(s) verified: "
                  f"{counts['mismatch']} score(s) changed by the "
                  f"verification, {counts['flagged']} flagged for review.")
+    if counts.get("open"):
+        lines.append(f"{counts['open']} of them ran without a sandbox: this "
+                     "Linux has no Landlock (5.13 or later, with landlock "
+                     "in its lsm= list), so a submission's code could read "
+                     "and change the course's files. Read every full-mark "
+                     "answer.")
     return lines
 
 

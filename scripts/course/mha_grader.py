@@ -28,8 +28,11 @@ COURSE/mha_course.py's VerifyGrades): the notebook's code cells run again,
 in order, in a fresh ``python -I`` in an empty folder that only calls the
 student's function on cases it is given and writes what it returned
 (``run``); the cases come from, and the outputs go back to, another fresh
-process that never runs student code (``serve``: it alone reads the secret
-and the references); and the answer cells are read, not run (``Reading``):
+process that never runs student code (``serve``: it alone reads the
+verification's own secret, COURSE/verification/secret, and the
+references); both places that run student code, nbgrader's kernel
+(``kernel``) and ``run``, are sandboxed first (``sandbox``: Landlock); and
+the answer cells are read, not run (``Reading``):
 a function whose code names the package's answer (FORBIDDEN, the check's
 reference) scores 0, and code that can reach around a grade (threads,
 processes, the profiler, mocks, the import system, the kernel, files,
@@ -40,9 +43,11 @@ A test cell scores 0 unless every case passes; its output names each failed
 case (and the hint, unless the course turned hints off in
 COURSE/grading/settings.json). What is not caught: a student's function
 that calls an equivalent library function under a name not in FORBIDDEN
-without any flagged construct (it is correct, and graded as such), and code
-that attacks the teacher's own machine (nbgrader, and so the verification,
-runs submissions with the teacher's rights). Read a surprising score's code.
+without any flagged construct (it is correct, and graded as such); code in
+the verification's student process that defeats the grader there through
+flagged constructs (frames, gc, ctypes); and, where Linux has no Landlock,
+code that attacks the teacher's machine (it runs with the teacher's
+rights). Read a surprising score's code.
 """
 
 import ast
@@ -70,10 +75,18 @@ QUESTION = "course:"  # a course question's check: course:<assignment>/<name>
 # The verification (verify) scores 0 a function whose code names one of them;
 # the notebook's own test also watches the calls it makes. A teacher can edit
 # this table in COURSE/grading/mha_grader.py.
+# attention computes a softmax: given scores as queries and the identity as
+# keys and values (a second lecturer's review), it is a softmax exercise's
+# answer
+ATTENTION = ["torch.nn.functional.scaled_dot_product_attention",
+             "torch.nn.functional.multi_head_attention_forward",
+             "torch.nn.MultiheadAttention",
+             "mha.functional.scaled_dot_product_attention",
+             "mha.functional._attention", "mha.layer.MultiHeadAttention"]
 FORBIDDEN = {
     "softmax": ["torch.softmax", "torch.nn.functional.softmax",
                 "torch.Tensor.softmax", "torch.special.softmax",
-                "torch.nn.Softmax", "torch._softmax"],
+                "torch.nn.Softmax", "torch._softmax", *ATTENTION],
     "attention_weights": [
         "mha.functional.scaled_dot_product_attention",
         "torch.nn.functional.scaled_dot_product_attention",
@@ -81,7 +94,7 @@ FORBIDDEN = {
     "masked_softmax": ["mha.functional.masked_softmax",
                        "mha.functional._softmax_allowed",
                        "mha.functional._softmax_allowed_",
-                       "mha.masks._lens_to_mask"],
+                       "mha.masks._lens_to_mask", *ATTENTION],
     "causal_mask": ["mha.masks.causal_mask", "mha.masks._causal_mask"],
     "attention_head": [
         "mha.functional.scaled_dot_product_attention",
@@ -397,10 +410,20 @@ def settings(grading=GRADING):
         return {"hints": True}
 
 
-def seed(name, grading=GRADING):
-    """The seed of check ``name``'s cases: an HMAC of the name under the
-    course secret (COURSE/grading/secret), so each course has its own."""
-    with open(os.path.join(grading, "secret"), "rb") as f:
+def secret_path(grading=GRADING, verification=False):
+    """COURSE/grading/secret (the kernel's cases) or, with
+    ``verification``, COURSE/verification/secret (the verification's, which
+    no code of a submission can read: see ``sandbox``)."""
+    if verification:
+        return os.path.join(os.path.dirname(grading), "verification",
+                            "secret")
+    return os.path.join(grading, "secret")
+
+
+def seed(name, grading=GRADING, verification=False):
+    """The seed of check ``name``'s cases: an HMAC of the name under a
+    course secret (``secret_path``), so each course has its own."""
+    with open(secret_path(grading, verification), "rb") as f:
         key = f.read().strip()
     digest = hmac.new(key, name.encode(), hashlib.sha256).digest()
     return int.from_bytes(digest[:6], "big")
@@ -483,6 +506,11 @@ def build_cases(check, number):
 def _resolve(entry):
     """A forbidden entry (a dotted name or an object) as
     (label, code objects, builtin objects, (class, method name) or None)."""
+    return _resolved(entry)[:4]
+
+
+def _resolved(entry):
+    """_resolve's answer and the object itself."""
     import importlib
 
     obj = entry
@@ -503,18 +531,18 @@ def _resolve(entry):
             raise ImportError(f"cannot resolve {entry}")
     if isinstance(obj, type):
         init = getattr(obj.__init__, "__code__", None)
-        return label, {init} - {None}, set(), None
+        return label, {init} - {None}, set(), None, obj
     codes, target = set(), obj
     while target is not None:
         if hasattr(target, "__code__"):
             codes.add(target.__code__)
         target = getattr(target, "__wrapped__", None)
     if codes:
-        return label, codes, set(), None
+        return label, codes, set(), None, obj
     owner = getattr(obj, "__objclass__", None)
     if owner is not None:  # a method of a class written in C (Tensor.softmax)
-        return label, set(), set(), (owner, obj.__name__)
-    return label, set(), {id(obj)}, None
+        return label, set(), set(), (owner, obj.__name__), obj
+    return label, set(), {id(obj)}, None, obj
 
 
 def _library_dirs():
@@ -529,24 +557,52 @@ def _library_dirs():
 
 
 class _Watch:
-    """A profiler that notes the first direct call of a forbidden function:
-    from the student's code (or from the runner that calls it), not from a
-    library function the student may use."""
+    """Notes the first direct call of a forbidden function from the
+    student's code (or from the runner that calls it), not from a library
+    function the student may use: a profiler sees Python's calls and those
+    of C functions made from Python, and a torch function mode every call
+    of a torch function, from C too (``map``, ``operator``)."""
 
     def __init__(self, forbidden):
         self.codes, self.builtins, self.methods = {}, {}, []
+        self.objects = {}
         for entry in forbidden:
             try:
-                label, codes, builtins, method = _resolve(entry)
+                label, codes, builtins, method, obj = _resolved(entry)
             except (ImportError, AttributeError):
                 continue  # a name the installed package does not have
             self.codes.update(dict.fromkeys(codes, label))
             self.builtins.update(dict.fromkeys(builtins, label))
+            self.objects[id(obj)] = label
             if method:
                 self.methods.append((*method, label))
+        last = {str(e).rsplit(".", 1)[-1] for e in forbidden}
+        # a softmax exercise: any library softmax or attention is banned
+        self.family = bool(last & SOFTMAX_FAMILY)
         self.libraries, self.runner = _library_dirs()
+        import torch
+
+        self.torch = os.path.dirname(os.path.abspath(torch.__file__)) + \
+            os.sep
         self.grader = os.path.abspath(__file__)
         self.called = None
+
+    def torch_call(self, func):
+        """A torch function is called (from its function mode)."""
+        if self.called:
+            return
+        label = self.objects.get(id(func))
+        name = getattr(func, "__name__", "")
+        if label is None and self.family and BANNED_IN_SOFTMAX.search(name):
+            label = f"torch's {name}"
+        if label is None:
+            return
+        frame = sys._getframe(2)  # the mode's own frame, then its caller
+        while frame is not None and os.path.abspath(
+                frame.f_code.co_filename).startswith(self.torch):
+            frame = frame.f_back  # torch's Python wrappers (F.softmax)
+        if self._from_student(frame):
+            self.called = label
 
     def _from_student(self, frame):
         if frame is None:
@@ -584,12 +640,68 @@ class _Watch:
         return None
 
     def __enter__(self):
+        self.mode = _torch_mode(self)
+        self.mode.__enter__()
         self.previous = sys.getprofile()
         sys.setprofile(self.profile)
         return self
 
     def __exit__(self, *exc):
         sys.setprofile(self.previous)
+        self.mode.__exit__(*exc)
+
+
+def _torch_mode(watch):
+    """A torch function mode that tells ``watch`` of every torch call."""
+    from torch.overrides import TorchFunctionMode
+
+    class Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            watch.torch_call(func)
+            return func(*args, **(kwargs or {}))
+
+    return Mode()
+
+
+_KEPT = None  # what run() relies on, kept before any student code ran
+
+
+def _keep():
+    """[(owner, name, object)] of what run() and its helpers call."""
+    import base64 as b64
+    import builtins
+
+    import torch
+
+    from mha import exercises as ex
+
+    names = {torch: ("save", "load", "is_tensor", "Tensor"),
+             io: ("BytesIO",), b64: ("b64encode",), json: ("dump", "dumps"),
+             sys: ("setprofile", "getprofile", "_getframe"),
+             os: ("path", "getcwd"),
+             ex: ("_call", "_clone", "_changed_inputs", "_describe",
+                  "_Stub", "_Timeout", "_reader_state_kept"),
+             builtins: ("isinstance", "getattr", "open", "str", "len",
+                        "list", "dict", "id", "type", "print")}
+    kept = [(owner, name, getattr(owner, name))
+            for owner, attrs in names.items() for name in attrs]
+    mine = globals()  # this file's functions, however it was loaded
+    kept += [(mine, name, value) for name, value in list(mine.items())
+             if callable(value) and not name.startswith("__")]
+    return kept
+
+
+def _tampered(kept):
+    """The names in ``kept`` rebound since."""
+    out = []
+    for owner, name, value in kept:
+        if isinstance(owner, dict):
+            now, where = owner.get(name), "mha_grader"
+        else:
+            now, where = getattr(owner, name, None), owner.__name__
+        if now is not value:
+            out.append(f"{where}.{name}")
+    return out
 
 
 @contextlib.contextmanager
@@ -610,6 +722,7 @@ def run(check, fn, cases):
 
     from mha import exercises as ex
 
+    kept = _KEPT or _keep()
     outcomes = []
     for case in cases:
         if outcomes and outcomes[-1].get("timeout"):
@@ -630,6 +743,10 @@ def run(check, fn, cases):
         if banned:
             message = (f"calls {banned}, which does what this exercise asks "
                        "you to write: write it yourself")
+        rebound = _tampered(kept)
+        if rebound:
+            message = (f"the code changed {', '.join(rebound[:3])}, which "
+                       "the grader uses: not graded")
         outcome = {"case": case.name, "stub": isinstance(message, ex._Stub),
                    "timeout": isinstance(message, ex._Timeout)}
         if message is None:
@@ -745,7 +862,8 @@ REVIEW_MODULES = ("threading", "_thread", "concurrent", "multiprocessing",
                   "builtins", "unittest", "signal", "gc", "shutil", "socket",
                   "pickle", "marshal", "pty", "code", "codeop", "dis",
                   "sqlite3", "nbgrader", "asyncio", "urllib", "http",
-                  "requests")
+                  "requests", "operator", "copyreg", "mha_grader",
+                  "mha_course")
 REVIEW_NAMES = ("__import__", "__builtins__", "exec", "eval", "compile",
                 "globals", "vars", "setattr", "delattr", "open",
                 "breakpoint")
@@ -754,16 +872,30 @@ REVIEW_DOTTED = ("sys.setprofile", "sys.settrace", "sys.modules",
                  "os._exit", "os.kill", "os.fork", "os.chdir", "os.remove",
                  "os.unlink", "os.rename", "os.replace", "os.environ",
                  "os.putenv", "os.spawnv",
-                 "os.execv", "os.execl", "os.write", "os.open")
+                 "os.execv", "os.execl", "os.write", "os.open",
+                 "sys.path", "sys.argv", "sys.meta_path", "sys.path_hooks",
+                 "os.getppid", "os.listdir", "os.scandir", "os.walk",
+                 "torch.overrides", "torch.utils._python_dispatch")
 REVIEW_ATTRS = ("__globals__", "__code__", "__closure__", "__subclasses__",
                 "__builtins__", "__dict__", "__class__", "f_back",
                 "f_globals", "f_locals", "write_text", "write_bytes",
-                "showtraceback", "user_ns", "run_cell", "set_custom_exc")
+                "showtraceback", "user_ns", "run_cell", "set_custom_exc",
+                "__setattr__", "__delattr__", "__getattribute__",
+                "__setitem__", "__delitem__", "__import__", "__loader__",
+                "__spec__", "__wrapped__", "__self__", "__func__",
+                "__mro__", "__bases__", "__base__", "__reduce__",
+                "__reduce_ex__", "read_text", "read_bytes")
+# a string in an answer cell that names the grader's files or another
+# process's (/proc): flagged
+REVIEW_STRINGS = re.compile(r"(^|/)proc/|secret|mha_grader|mha_course|"
+                            r"gradebook|nbgrader|/grading\b|exchange", re.I)
 REVIEW_MAGICS = ("system", "getoutput", "writefile", "bash", "sh", "script",
                  "sx", "run", "load", "env", "cd", "capture", "store")
 # a softmax exercise: any of these, named by a student's function, is a
 # library's softmax (flagged unless FORBIDDEN already scores it 0)
-SOFTMAX_LIKE = re.compile(r"soft_?(max|min)|logsumexp", re.I)
+SOFTMAX_LIKE = re.compile(r"soft_?(max|min)|logsumexp|attention", re.I)
+# and these torch functions, called by it, score 0
+BANNED_IN_SOFTMAX = re.compile(r"soft_?(max|min)|attention", re.I)
 SOFTMAX_FAMILY = {"softmax", "log_softmax", "Softmax", "LogSoftmax"}
 REFERENCE_ATTRS = ("_REGISTRY", "reference")  # mha.exercises' own answers
 
@@ -793,8 +925,10 @@ def _dotted(node, imports):
 
 
 def _private_mha(dotted):
+    """Whether ``dotted`` is a private name of mha or torch (torch._C, where
+    its function modes are switched off)."""
     parts = (dotted or "").split(".")
-    return parts[0] == "mha" and any(
+    return parts[0] in ("mha", "torch") and any(
         p.startswith("_") and not p.startswith("__") for p in parts[1:])
 
 
@@ -889,7 +1023,7 @@ class Reading:
                 if isinstance(node, ast.ImportFrom):
                     for a in node.names:
                         if _private_mha(f"{node.module}.{a.name}"):
-                            self.review(cell, line, "uses mha's private "
+                            self.review(cell, line, "uses the private "
                                         f"{node.module}.{a.name}")
             elif isinstance(node, ast.Name) and node.id in REVIEW_NAMES:
                 self.review(cell, line, f"uses {node.id}")
@@ -899,6 +1033,19 @@ class Reading:
                   and not isinstance(node.args[1], ast.Constant)):
                 self.review(cell, line, "uses getattr with a name made at "
                             "run time")
+            elif (isinstance(node, ast.Call)
+                  and isinstance(node.func, ast.Name)
+                  and node.func.id in ("getattr", "hasattr")
+                  and len(node.args) > 1
+                  and isinstance(node.args[1], ast.Constant)
+                  and str(node.args[1].value).startswith("__")):
+                self.review(cell, line, f"uses getattr(..., "
+                            f"{node.args[1].value!r})")
+            elif (isinstance(node, ast.Constant)
+                  and isinstance(node.value, str)
+                  and REVIEW_STRINGS.search(node.value)):
+                self.review(cell, line, "names the path or file "
+                            f"{node.value[:60]!r}")
             elif isinstance(node, ast.Name) and self.imports.get(
                     node.id, "").split(".")[0] in REVIEW_MODULES:
                 self.review(cell, line, f"uses {self.imports[node.id]}")
@@ -918,7 +1065,7 @@ class Reading:
                     self.review(cell, line, "uses "
                                 f"{dotted or ast.unparse(node)}")
                 elif _private_mha(dotted):
-                    self.review(cell, line, f"uses mha's private {dotted}")
+                    self.review(cell, line, f"uses the private {dotted}")
             elif isinstance(node, ast.Call) and isinstance(
                     node.func, ast.Attribute) and node.func.attr in (
                         "run_line_magic", "run_cell_magic", "system",
@@ -1022,6 +1169,187 @@ class Reading:
         return unique
 
 
+# --- the sandbox: Landlock, Linux's unprivileged access control -------------
+# The student's code runs twice as the teacher's user: in nbgrader's kernel
+# (``kernel``) and in the verification's process (``run``). Both restrict
+# themselves before any of it runs, with Landlock (Linux 5.13 or later; no
+# root needed; it holds for every process they start): files are read only
+# beneath Python's own folders and the system's (and, for the kernel, the
+# course's grading/ and questions/ folders and its notebook's folder) and
+# written only beneath a folder of their own; no TCP connection (the kernel
+# may bind its own ports), and, from Linux 6.12, no signal to a process
+# outside. So a submission cannot change the course (its grader, gradebook
+# or other students' work), read other students' work, reach the network,
+# or, in the verification, read the course's secrets at all. Where Landlock
+# is missing the code runs unrestricted and the verification says so.
+
+_LANDLOCK = {"create": 444, "add_rule": 445, "restrict_self": 446}
+_FS_EXECUTE, _FS_WRITE, _FS_READ, _FS_READ_DIR = 1, 2, 4, 8
+_FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 14, 1 << 15
+SYSTEM_DIRS = ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc",
+               "/proc/self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
+               "/sys/devices/system/cpu", "/sys/fs/cgroup")
+DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
+
+
+def _libc():
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc
+
+
+def landlock_abi():
+    """Landlock's ABI version on this kernel (0: none, or not Linux)."""
+    import ctypes
+
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        abi = _libc().syscall(_LANDLOCK["create"], None, ctypes.c_size_t(0),
+                              ctypes.c_uint32(1))  # ..._CREATE_RULESET_VERSION
+    except (OSError, AttributeError):
+        return 0
+    return max(int(abi), 0)
+
+
+def sandbox(read=(), write=(), ports=()):
+    """Restrict this process and all it starts: read and run files only
+    beneath ``read``, change them only beneath ``write``, bind TCP only on
+    ``ports``, connect nowhere. Returns Landlock's ABI (0: not restricted,
+    the kernel has no Landlock)."""
+    import ctypes
+
+    class Ruleset(ctypes.Structure):
+        _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64),
+                    ("scoped", ctypes.c_uint64)]
+
+    class Beneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
+
+    class Port(ctypes.Structure):
+        _fields_ = [("allowed", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+    abi = landlock_abi()
+    if not abi:
+        return 0
+    libc = _libc()
+
+    def call(name, *args):
+        done = libc.syscall(_LANDLOCK[name], *args)
+        if done < 0:
+            error = ctypes.get_errno()
+            raise OSError(error, f"landlock {name}: {os.strerror(error)}")
+        return done
+
+    fs = (1 << 13) - 1  # every right of ABI 1, then those added since
+    fs |= ((1 << 13) if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
+    fs |= _FS_IOCTL_DEV if abi >= 5 else 0
+    file_rights = fs & (_FS_EXECUTE | _FS_WRITE | _FS_READ | _FS_TRUNCATE
+                        | _FS_IOCTL_DEV)
+    attr = Ruleset(fs, 3 if abi >= 4 else 0, 3 if abi >= 6 else 0)
+    size = 8 if abi < 4 else 16 if abi < 6 else 24
+    ruleset = call("create", ctypes.byref(attr), ctypes.c_size_t(size),
+                   ctypes.c_uint32(0))
+    try:
+        reading = _FS_EXECUTE | _FS_READ | _FS_READ_DIR
+        for paths, rights in ((read, reading), (write, fs)):
+            for path in paths:
+                try:
+                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                except OSError:
+                    continue  # a folder this machine does not have
+                try:
+                    allowed = rights if os.path.isdir(path) else \
+                        rights & file_rights
+                    call("add_rule", ctypes.c_int(ruleset), ctypes.c_int(1),
+                         ctypes.byref(Beneath(allowed, fd)),
+                         ctypes.c_uint32(0))
+                finally:
+                    os.close(fd)
+        for port in ports if abi >= 4 else ():
+            call("add_rule", ctypes.c_int(ruleset), ctypes.c_int(2),
+                 ctypes.byref(Port(1, int(port))), ctypes.c_uint32(0))
+        if libc.prctl(38, 1, 0, 0, 0):  # PR_SET_NO_NEW_PRIVS
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+        call("restrict_self", ctypes.c_int(ruleset), ctypes.c_uint32(0))
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+def python_dirs(*executables):
+    """The folders Python (and ``executables``' environments) read from."""
+    found = {sys.prefix, sys.base_prefix, sys.exec_prefix,
+             sys.base_exec_prefix}
+    for exe in (sys.executable, *executables):
+        for path in (os.path.abspath(exe), os.path.realpath(exe)):
+            found.add(os.path.dirname(os.path.dirname(path)))
+    found |= {p for p in sys.path if os.path.isabs(p)}
+    import importlib.util
+
+    for name in ("mha", "torch", "IPython", "ipykernel", "matplotlib",
+                 "numpy"):  # where each is, editable installs included
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        for folder in (spec and spec.submodule_search_locations) or ():
+            found |= {os.path.realpath(folder),
+                      os.path.dirname(os.path.realpath(folder))}
+    return found | set(SYSTEM_DIRS)
+
+
+def allowed(paths, protected):
+    """``paths`` without what lies beneath ``protected``: a path that holds
+    a protected one is replaced by its other entries (recursively)."""
+    protected = [os.path.realpath(p) for p in protected]
+    out = set()
+    todo = [os.path.realpath(p) for p in paths if os.path.exists(p)]
+    while todo:
+        path = todo.pop()
+        inside = [p for p in protected
+                  if p == path or p.startswith(path.rstrip(os.sep) + os.sep)]
+        if not inside:
+            out.add(path)
+        elif path not in protected and os.path.isdir(path):
+            todo += [os.path.join(path, entry) for entry in os.listdir(path)]
+    return sorted(p for p in out  # no path beneath another one
+                  if not any(p.startswith(q.rstrip(os.sep) + os.sep)
+                             for q in out))
+
+
+def kernel(course, argv):
+    """``python -I mha_grader.py kernel COURSE -- KERNEL COMMAND``: start
+    nbgrader's kernel (mha_course.SandboxedKernelManager) restricted: it
+    reads Python, COURSE/grading and COURSE/questions (the hidden tests'
+    grader, the kernel's secret) and its notebook's folder, writes that
+    folder and a temporary one, binds only its own ports."""
+    here = os.getcwd()
+    read = {os.path.join(course, "grading"), os.path.join(course,
+                                                          "questions")}
+    ports, connection = [], None
+    if "-f" in argv:
+        connection = argv[argv.index("-f") + 1]
+        read.add(connection)
+        with open(connection, encoding="utf-8") as f:
+            info = json.load(f)
+        ports = [v for k, v in info.items() if k.endswith("_port")]
+        if info.get("transport", "tcp") != "tcp":
+            read.add(os.path.dirname(connection))
+    tmp = tempfile.mkdtemp(prefix="mha-kernel-")
+    os.environ.update(TMPDIR=tmp, HOME=tmp, IPYTHONDIR=os.path.join(
+        tmp, "ipython"), MPLCONFIGDIR=os.path.join(tmp, "matplotlib"))
+    protected = [course, os.path.dirname(connection or course)]
+    abi = sandbox(read=sorted(read) + allowed(python_dirs(argv[0]),
+                                              protected),
+                  write=[here, tmp, *DEVICES], ports=ports)
+    os.environ["MHA_SANDBOX"] = str(abi)
+    os.execv(argv[0], argv)
+
+
 # --- the verification: the notebook again, away from its kernel -------------
 # After `nbgrader autograde` has run a submission in its kernel (whose test
 # cells give the student the grader's report at once), the course verifies
@@ -1122,7 +1450,8 @@ def serve(grading=GRADING):
             continue
         try:
             check = spec(cell["check"], grading)
-            cases = build_cases(check, seed(cell["check"], grading))
+            cases = build_cases(check, seed(cell["check"], grading,
+                                            verification=True))
         except Exception as error:  # noqa: BLE001 (an unknown check)
             built[cell["grade_id"]] = error
             continue
@@ -1182,11 +1511,17 @@ def run_cells(cells_file, cases_file, out_file):
 
     from mha.exercises import Case
 
+    global _KEPT
+    _KEPT = _keep()
+    out = open(out_file, "w", encoding="utf-8")  # noqa: SIM115
+    abi = sandbox(read=allowed(python_dirs(), [os.path.dirname(GRADING),
+                                               os.path.dirname(out_file)]),
+                  write=[os.getcwd(), *DEVICES])
+    results = {"sandbox": abi}
     config = Config()
     config.HistoryManager.enabled = False
     shell = InteractiveShell.instance(config=config)
     tests = [i for i, c in enumerate(cells) if c["kind"] == "test"]
-    results = {}
     for cell in cells[:tests[-1] + 1] if tests else []:
         if cell["kind"] != "test":
             shell.run_cell(cell["source"], store_history=False)
@@ -1206,8 +1541,14 @@ def run_cells(cells_file, cases_file, out_file):
                          time_limit=entry["time_limit"],
                          forbidden=entry["forbidden"])
             results[cell["grade_id"]] = run(check, fn, cases)
-        with open(out_file, "w", encoding="utf-8") as f:
-            json.dump(results, f)
+        out.seek(0)  # the file opened before the sandbox
+        out.truncate()
+        json.dump(results, out)
+        out.flush()
+    out.seek(0)
+    out.truncate()
+    json.dump(results, out)
+    out.close()
 
 
 def verify(cells, grading=GRADING, python=None, timeout=1200):
@@ -1220,6 +1561,14 @@ def verify(cells, grading=GRADING, python=None, timeout=1200):
 
     python = python or sys.executable
     me = os.path.abspath(__file__)
+    private = secret_path(grading, verification=True)
+    if not os.path.exists(private):  # a course made before it existed
+        import secrets
+
+        os.makedirs(os.path.dirname(private), exist_ok=True)
+        with open(os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                          0o600), "w", encoding="utf-8") as f:
+            f.write(secrets.token_hex(32) + "\n")
     with tempfile.TemporaryDirectory(prefix="mha-verify-") as tmp:
         work = os.path.join(tmp, "work")
         os.mkdir(work)
@@ -1242,7 +1591,11 @@ def verify(cells, grading=GRADING, python=None, timeout=1200):
                 json.dump(cells, f)
             env = {k: v for k, v in os.environ.items()
                    if not k.startswith(("JPY_", "JUPYTER", "NBGRADER"))}
-            env.update(MPLBACKEND="Agg", IPYTHONDIR=os.path.join(tmp, "ip"))
+            home = os.path.join(work, ".home")  # all it may write: work
+            env.update(MPLBACKEND="Agg", IPYTHONDIR=os.path.join(home, "ip"),
+                       HOME=home, TMPDIR=home, CUDA_VISIBLE_DEVICES="",
+                       MPLCONFIGDIR=os.path.join(home, "matplotlib"))
+            os.mkdir(home)
             log_path = os.path.join(tmp, "run.log")
             with open(log_path, "w", encoding="utf-8") as log:
                 runner = subprocess.Popen(
@@ -1277,7 +1630,7 @@ def verify(cells, grading=GRADING, python=None, timeout=1200):
             err.close()
     return {"results": results, "findings": ready["findings"],
             "run": {"returncode": runner.returncode, "timed_out": timed_out,
-                    "log": log_text}}
+                    "log": log_text, "sandbox": landlock_abi()}}
 
 
 def main(argv):
@@ -1292,6 +1645,8 @@ def main(argv):
     if len(argv) == 4 and argv[0] == "run":
         run_cells(*argv[1:])
         return 0
+    if len(argv) > 3 and argv[0] == "kernel" and argv[2] == "--":
+        kernel(argv[1], argv[3:])
     print(__doc__)
     return 2
 

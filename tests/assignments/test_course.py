@@ -368,6 +368,67 @@ def my_merge_heads(x):
     return x.transpose(1, 2).reshape(B, L, H * Dh)
 """
 
+# the second lecturer's review: four ways to full marks, unflagged then
+N1B = """\
+import torch.nn.functional as F
+
+
+def my_softmax(scores):
+    m = scores.shape[-1]
+    mask = scores.reshape(-1, 1, m)
+    q = torch.zeros_like(mask)
+    eye = torch.eye(m, dtype=scores.dtype).expand(mask.shape[0], m, m)
+    return F.scaled_dot_product_attention(q, eye, eye, attn_mask=mask
+                                          ).reshape(scores.shape)
+"""
+N2 = """\
+import operator
+
+
+def my_softmax(scores):
+    f = operator.attrgetter("soft" + "max")(torch)
+    return next(map(f, [scores], [-1]))
+"""
+N3 = """\
+_T = {"real": torch.save, "x": []}
+
+
+def _fix(value, f, *a, **k):
+    if _T["x"]:
+        value = torch.softmax(_T["x"].pop(), dim=-1)
+    return _T["real"](value, f, *a, **k)
+
+
+def my_softmax(scores):
+    type(torch).__setattr__(torch, "save", _fix)
+    _T["x"].append(scores.clone())
+    return scores
+"""
+N4 = """\
+import os
+import sys
+
+_A = {}
+try:
+    sys.path.insert(0, f"/proc/{os.getppid()}/cwd/grading")
+    import mha_grader as G
+    for c in G.build_cases(G.spec("softmax"), G.seed("softmax")):
+        _A[c.args[0].numpy().tobytes()] = torch.softmax(c.args[0], dim=-1)
+    for c in G.build_cases(G.spec("softmax"), G.seed(
+            "softmax", verification=True)):
+        _A[c.args[0].numpy().tobytes()] = torch.softmax(c.args[0], dim=-1)
+except Exception as error:
+    print("could not read the secret:", repr(error))
+
+
+def my_softmax(scores):
+    key = scores.detach().numpy().tobytes()
+    if key in _A:
+        return _A[key].clone()
+    exp = torch.exp(scores)
+    return exp / exp.sum(dim=-1, keepdim=True)
+"""
+
 READINGS = {
     "right, a local named softmax, torch's own outside the function": (
         "softmax", """\
@@ -403,7 +464,7 @@ def my_softmax(scores):
     "torch._softmax": ("softmax", """\
 def my_softmax(scores):
     return torch._softmax(scores, -1, False)
-""", "my_softmax", True, []),
+""", "my_softmax", True, ["the private torch._softmax"]),
     "functools.partial(torch.softmax)": ("softmax", """\
 import functools
 
@@ -497,7 +558,7 @@ def my_masked_softmax(scores, valid_lens):
     allowed = mha.masks._lens_to_mask(valid_lens, scores.size(-2),
                                       scores.size(-1))
     return mha.functional._softmax_allowed(scores, allowed)
-""", "my_masked_softmax", True, ["mha's private mha.masks._lens_to_mask"]),
+""", "my_masked_softmax", True, ["the private mha.masks._lens_to_mask"]),
     "masked softmax: the package's own": ("masked_softmax", """\
 def my_masked_softmax(scores, valid_lens):
     return mha.masked_softmax(scores, valid_lens)
@@ -509,6 +570,37 @@ def my_masked_softmax(scores, valid_lens):
     weights = torch.softmax(scores.masked_fill(~allowed, -1e9), dim=-1)
     return weights * allowed
 """, "my_masked_softmax", False, []),
+    # the second lecturer's review
+    "softmax as attention with K = V = I": ("softmax", """\
+import torch.nn.functional as F
+
+
+def my_softmax(scores):
+    m = scores.shape[-1]
+    q = scores.reshape(-1, 1, m)
+    eye = torch.eye(m, dtype=scores.dtype).expand(q.shape[0], m, m)
+    return F.scaled_dot_product_attention(q, eye, eye, scale=1.0).reshape(
+        scores.shape)
+""", "my_softmax", True, []),
+    "softmax as attention, the scores as its mask": ("softmax", N1B, "my_softmax",
+                                                     True, []),
+    "masked softmax by attention": ("masked_softmax", """\
+def my_masked_softmax(scores, valid_lens):
+    return mha.functional.scaled_dot_product_attention(scores, scores,
+                                                       scores)
+""", "my_masked_softmax", True, []),
+    "softmax by operator.attrgetter, called by map": ("softmax", N2, "my_softmax",
+                                                      False, ["imports operator"]),
+    "torch.save patched inside the function": ("softmax", N3, "my_softmax", True,
+                                               ["__setattr__"]),
+    "torch.save patched, the patch out of the function's reach": (
+        "softmax", N3.replace("\n\n\ndef my_softmax",
+                              '\n\n\n_T["fix"] = _fix\n\n\ndef my_softmax').replace(
+            "torch, \"save\", _fix", "torch, \"save\", _T[\"fix\"]"),
+        "my_softmax", False, ["__setattr__"]),
+    "the course's secret read through /proc": ("softmax", N4, "my_softmax", False,
+                                               ["sys.path", "os.getppid", "/proc/",
+                                                "imports mha_grader"]),
     "split_heads from a private helper": ("split_heads", SPLIT_MERGE, "my_split_heads",
                                           True, ["_split_heads"]),
     "merge_heads of its own next to it": ("merge_heads", SPLIT_MERGE, "my_merge_heads",
@@ -531,6 +623,87 @@ def test_the_reading_scores_0_a_function_that_names_the_answer(case):
         assert flag in reviews, (case, flag, reviews)
     if not flags:
         assert not reviews, (case, reviews)
+
+
+def answer(text, name):
+    """The function ``name`` that answer cell ``text`` defines."""
+    namespace = {"torch": torch, "mha": mha}
+    exec(text, namespace)
+    return namespace[name]
+
+
+def test_the_kernel_catches_what_the_second_review_got_past_it(course):
+    # torch's softmax reached through C (map), an attention for a softmax,
+    # and torch.save, which the grader uses, patched inside the function
+    for text, says in ((N2, "calls torch"), (N1B, "scaled_dot_product"),
+                       (N3, "changed torch.save")):
+        saved = torch.save
+        try:
+            passed, report = graded(course, "softmax",
+                                    answer(text, "my_softmax"))
+        finally:
+            torch.save = saved
+        assert not passed and says in " ".join(report.split()), report
+
+
+def test_the_verification_runs_the_students_code_in_a_sandbox(course):
+    # the student's process reads no file of the course (the secrets
+    # read through /proc by N4, or by their paths), writes none, opens
+    # no connection and signals no process outside it; and the verification
+    # reports that it was sandboxed (Landlock, which CI's Linux has)
+    assert grader.landlock_abi() >= 1, "this Linux has no Landlock"
+    grading = course / "grading"
+    probes = f"""\
+import os
+import socket
+import sys
+
+for path in ({str(grading / 'secret')!r},
+             {str(course / 'verification' / 'secret')!r},
+             {str(grading / 'settings.json')!r},
+             {str(course / 'gradebook.db')!r}):
+    try:
+        open(path, "rb").read()
+        print("PROBE read", path)
+    except OSError as error:
+        print("PROBE denied read", type(error).__name__)
+for path in ({str(grading / 'mha_grader.py')!r}, "/tmp/mha-probe"):
+    try:
+        open(path, "a").close()
+        print("PROBE wrote", path)
+    except OSError as error:
+        print("PROBE denied write", type(error).__name__)
+try:
+    socket.create_connection(("127.0.0.1", 9), timeout=2)
+    print("PROBE connected")
+except OSError as error:
+    print("PROBE denied connect", getattr(error, "errno", None))
+try:
+    os.kill(os.getppid(), 0)
+    print("PROBE signalled")
+except OSError as error:
+    print("PROBE denied signal", type(error).__name__)
+"""
+    before = (grading / "mha_grader.py").read_bytes()
+    cells = [{"kind": "code", "grade_id": "setup", "source": LOCKED},
+             {"kind": "answer", "grade_id": "answer-softmax",
+              "source": N4 + probes},
+             {"kind": "test", "grade_id": "check-softmax",
+              "check": "softmax", "fn": "my_softmax"}]
+    result = grader.verify(cells, str(grading), timeout=300)
+    log = result["run"]["log"]
+    assert result["run"]["sandbox"] >= 1
+    assert "could not read the secret:" in log, log
+    assert log.count("PROBE denied read PermissionError") == 4, log
+    assert log.count("PROBE denied write PermissionError") == 2, log
+    assert "PROBE connected" not in log and "PROBE denied connect" in log
+    if result["run"]["sandbox"] >= 6:  # signals scoped from Linux 6.12
+        assert "PROBE denied signal PermissionError" in log, log
+    assert (grading / "mha_grader.py").read_bytes() == before
+    # N4's own softmax, without the secret's answers, overflows
+    assert not result["results"]["check-softmax"]["passed"]
+    flags = " ".join(f["what"] for f in result["findings"])
+    assert "sys.path" in flags and "os.getppid" in flags
 
 
 def test_a_course_questions_forbidden_names_score_0(course):
@@ -780,6 +953,19 @@ class Passed:
 
 
 mha.exercises.check = lambda *args, **kwargs: Passed()
+
+# the course, from the autograding kernel's folder (autograded/<id>/<a>/)
+for name, path in (("the grader", "grading/mha" + "_grader.py"),
+                   ("the gradebook", "gradebook.db")):
+    try:
+        with open(f"../../../{path}", "a") as f:
+            f.write("changed by a submission")
+    except OSError as error:
+        print(f"{name} is not mine to change:", type(error).__name__)
+try:
+    open("../../../verification/secret").read()
+except OSError as error:
+    print("the verification's secret:", type(error).__name__)
 '''}
 CAROL = {  # the public answers copied: the checks' own cases, looked up
     "answer-ex-00-softmax": '''\
@@ -961,6 +1147,20 @@ def test_each_submission_is_scored_as_it_should_be(platform, student, chapter,
     page = feedback(platform, student, chapter)
     assert says in page, f"{student}'s feedback does not say {says!r}"
     assert HIDDEN not in page and "mha_grader" not in page
+
+
+def test_the_autograding_kernel_cannot_change_the_course(platform):
+    # mallory's notebook tried to write into the course and to read the
+    # verification's secret from nbgrader's kernel (mha_course.Execute)
+    page = feedback(platform, "mallory", "00_preface")
+    for said in ("the grader is not mine to change: PermissionError",
+                 "the gradebook is not mine to change: PermissionError",
+                 "the verification's secret: PermissionError"):
+        assert said in page, said
+    assert b"changed by a submission" not in (
+        platform / "grading" / "mha_grader.py").read_bytes()
+    assert b"changed by a submission" not in (
+        platform / "gradebook.db").read_bytes()
 
 
 def test_the_downloads_are_collected_under_the_gradebooks_ids(platform):
