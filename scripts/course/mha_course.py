@@ -66,7 +66,7 @@ CANVAS = (r"(?P<name>[^_]+?)(?P<late>_late)?_(?P<user>\d+)_(?P<attachment>\d+)"
 # Moodle: "Download all submissions" puts each student's files in a folder
 # "<Full Name>_<participant id>_assignsubmission_file_" (the default since
 # Moodle 3.1), or prefixes each file with that name (folders turned off)
-MOODLE = (r"(?P<name>[^/_]+)_(?P<participant>\d+)_assignsubmission_file_"
+MOODLE = (r"(?P<name>[^/]+?)_(?P<participant>\d+)_assignsubmission_file_"
           r"[/]?(?P<file_id>[^/]+?)(?P<ext>\.ipynb)")
 
 
@@ -419,7 +419,7 @@ class Execute(nbgrader_preprocessors.Execute):
 def _defines(text, name):
     try:
         tree = ast.parse(text)
-    except SyntaxError:
+    except (SyntaxError, RecursionError, ValueError, MemoryError):
         return False
     for statement in tree.body:
         if getattr(statement, "name", None) == name:
@@ -610,17 +610,32 @@ class VerifyGrades(NbGraderPreprocessor):
                                   self.course, self.python or None,
                                   self.timeout, self.log)
         except Exception as error:  # noqa: BLE001 (the course's own fault)
-            try:  # no record: the exports say it is not verified
-                os.remove(record_path(self.course, info["assignment"],
-                                      info["student"], info["notebook"]))
-            except FileNotFoundError:
-                pass
-            self.log.error(
-                "%s %s: not verified (%r); its scores are the kernel's "
-                "until `python mha_course.py verify %s --student %s` "
-                "verifies it", info["student"], info["assignment"], error,
-                info["assignment"], info["student"])
+            not_verified(info["db_url"], self.course, info["assignment"],
+                         info["notebook"], info["student"], error, self.log)
         return nb, resources
+
+
+def not_verified(db_url, course, assignment, notebook, student, error, log):
+    """A submission the verification could not verify: no record (the
+    exports warn), and its autograded cells wait for the teacher."""
+    try:
+        os.remove(record_path(course, assignment, student, notebook))
+    except FileNotFoundError:
+        pass
+    try:
+        with Gradebook(db_url) as gb:
+            found = gb.find_submission_notebook(notebook, assignment,
+                                                student)
+            for grade in found.grades:
+                if grade.auto_score is not None:
+                    grade.needs_manual_grade = True
+            gb.db.commit()
+    except Exception:  # noqa: BLE001, S110 (the log says it all)
+        pass
+    log.error("%s %s: not verified (%r); its autograded cells wait for you "
+              "in the formgrader (an export leaves it empty) until `python "
+              "mha_course.py verify %s --student %s` verifies it", student,
+              assignment, error, assignment, student)
 
 
 # --- the teacher's command: python mha_course.py verify ASSIGNMENT ----------
@@ -716,8 +731,15 @@ def verify_command(argv, course=HERE):
                     nb = json.load(f)
                 if args.rerun or stale(course, args.assignment, student,
                                        name, nb):
-                    verify_submission(gb, nb, args.assignment, name, student,
-                                      course, log=log)
+                    try:
+                        verify_submission(gb, nb, args.assignment, name,
+                                          student, course, log=log)
+                    except Exception as error:  # noqa: BLE001 (said)
+                        gb.db.rollback()
+                        not_verified(f"sqlite:///{args.db}", course,
+                                     args.assignment, name, student, error,
+                                     log)
+                        continue
                 with open(record_path(course, args.assignment, student,
                                       name), encoding="utf-8") as f:
                     records.append(json.load(f))

@@ -551,9 +551,18 @@ def _library_dirs():
     import mha
 
     dirs = [os.path.dirname(os.path.abspath(m.__file__))
-            for m in (mha, torch, os)]
+            for m in (mha, torch)]
     return tuple(d + os.sep for d in dirs), os.path.join(
         dirs[0], "exercises", "__init__.py")
+
+
+def _standard_library(path):
+    """Whether ``path`` is a file of Python's standard library (whose
+    frames pass a call on: ``functools.singledispatch(torch.softmax)`` is
+    the student's call of it)."""
+    stdlib = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
+    return path.startswith(stdlib) and not any(
+        part in path for part in ("site-packages", "dist-packages"))
 
 
 class _Watch:
@@ -605,12 +614,19 @@ class _Watch:
             self.called = label
 
     def _from_student(self, frame):
-        if frame is None:
-            return False
-        path = os.path.abspath(frame.f_code.co_filename)
-        if path == self.runner:
-            return True
-        return not (path.startswith(self.libraries) or path == self.grader)
+        """Whether the call made in ``frame`` is the student's: made by
+        code that is neither mha's nor torch's nor the grader's, the
+        standard library's frames passed over (``functools``, ``pydoc``)."""
+        while frame is not None:
+            path = os.path.abspath(frame.f_code.co_filename)
+            if path == self.runner:
+                return True
+            if path.startswith(self.libraries) or path == self.grader:
+                return False
+            if not _standard_library(path):
+                return True
+            frame = frame.f_back
+        return False
 
     def profile(self, frame, event, arg):
         if self.called:
@@ -677,6 +693,7 @@ def _keep():
 
     names = {torch: ("save", "load", "is_tensor", "Tensor"),
              io: ("BytesIO",), b64: ("b64encode",), json: ("dump", "dumps"),
+             hmac: ("new", "compare_digest"), hashlib: ("sha256",),
              sys: ("setprofile", "getprofile", "_getframe"),
              os: ("path", "getcwd"),
              ex: ("_call", "_clone", "_changed_inputs", "_describe",
@@ -689,6 +706,15 @@ def _keep():
     kept += [(mine, name, value) for name, value in list(mine.items())
              if callable(value) and not name.startswith("__")]
     return kept
+
+
+def _original(owner, name):
+    """``owner.name`` as it was before any student code ran (_KEPT), so a
+    rebinding after the last check changes nothing the grader does."""
+    for kept_owner, kept_name, value in _KEPT or ():
+        if kept_owner is owner and kept_name == name:
+            return value
+    return getattr(owner, name)
 
 
 def _tampered(kept):
@@ -755,10 +781,10 @@ def run(check, fn, cases):
                 message = (f"changed its input {', '.join(changed)} in "
                            "place; work on a copy")
         if message is None:
-            buffer = io.BytesIO()
+            buffer = _original(io, "BytesIO")()
             try:
-                torch.save(value, buffer)
-                outcome["value"] = base64.b64encode(
+                _original(torch, "save")(value, buffer)
+                outcome["value"] = _original(base64, "b64encode")(
                     buffer.getvalue()).decode()
             except Exception:  # noqa: BLE001 (a value that cannot be saved)
                 message = (f"returned {ex._describe(value)}, which cannot be "
@@ -863,7 +889,8 @@ REVIEW_MODULES = ("threading", "_thread", "concurrent", "multiprocessing",
                   "pickle", "marshal", "pty", "code", "codeop", "dis",
                   "sqlite3", "nbgrader", "asyncio", "urllib", "http",
                   "requests", "operator", "copyreg", "mha_grader",
-                  "mha_course")
+                  "mha_course", "atexit", "weakref", "faulthandler",
+                  "pydoc")
 REVIEW_NAMES = ("__import__", "__builtins__", "exec", "eval", "compile",
                 "globals", "vars", "setattr", "delattr", "open",
                 "breakpoint")
@@ -875,7 +902,9 @@ REVIEW_DOTTED = ("sys.setprofile", "sys.settrace", "sys.modules",
                  "os.execv", "os.execl", "os.write", "os.open",
                  "sys.path", "sys.argv", "sys.meta_path", "sys.path_hooks",
                  "os.getppid", "os.listdir", "os.scandir", "os.walk",
-                 "torch.overrides", "torch.utils._python_dispatch")
+                 "torch.overrides", "torch.utils._python_dispatch",
+                 "torch.jit", "torch.library", "torch.ops",
+                 "torch.utils.cpp_extension")
 REVIEW_ATTRS = ("__globals__", "__code__", "__closure__", "__subclasses__",
                 "__builtins__", "__dict__", "__class__", "f_back",
                 "f_globals", "f_locals", "write_text", "write_bytes",
@@ -884,7 +913,8 @@ REVIEW_ATTRS = ("__globals__", "__code__", "__closure__", "__subclasses__",
                 "__setitem__", "__delitem__", "__import__", "__loader__",
                 "__spec__", "__wrapped__", "__self__", "__func__",
                 "__mro__", "__bases__", "__base__", "__reduce__",
-                "__reduce_ex__", "read_text", "read_bytes")
+                "__reduce_ex__", "read_text", "read_bytes", "FileIO",
+                "fdopen", "addaudithook")
 # a string in an answer cell that names the grader's files or another
 # process's (/proc): flagged
 REVIEW_STRINGS = re.compile(r"(^|/)proc/|secret|mha_grader|mha_course|"
@@ -893,9 +923,15 @@ REVIEW_MAGICS = ("system", "getoutput", "writefile", "bash", "sh", "script",
                  "sx", "run", "load", "env", "cd", "capture", "store")
 # a softmax exercise: any of these, named by a student's function, is a
 # library's softmax (flagged unless FORBIDDEN already scores it 0)
-SOFTMAX_LIKE = re.compile(r"soft_?(max|min)|logsumexp|attention", re.I)
+# (and what computes one inside: a distribution's normalised logits, the
+# gradient of a cross-entropy, TorchScript compiled from a string)
+SOFTMAX_LIKE = re.compile(
+    r"soft_?(max|min)|logsumexp|attention|distribution|categorical|"
+    r"cross_entropy|nll_loss|kl_div|gumbel|autograd|^grad$|backward|jit|"
+    r"^compile$|logits", re.I)
 # and these torch functions, called by it, score 0
-BANNED_IN_SOFTMAX = re.compile(r"soft_?(max|min)|attention", re.I)
+BANNED_IN_SOFTMAX = re.compile(r"soft_?(max|min)|attention|cross_entropy|"
+                               r"nll_loss|gumbel", re.I)
 SOFTMAX_FAMILY = {"softmax", "log_softmax", "Softmax", "LogSoftmax"}
 REFERENCE_ATTRS = ("_REGISTRY", "reference")  # mha.exercises' own answers
 
@@ -1009,6 +1045,8 @@ class Reading:
         attribute chain is read whole (a.b.c once, not a.b and a too)."""
         inner = {id(n.value) for n in ast.walk(tree)
                  if isinstance(n, ast.Attribute)}
+        called = {id(n.func) for n in ast.walk(tree)
+                  if isinstance(n, ast.Call)}
         for node in ast.walk(tree):
             line = getattr(node, "lineno", None)
             if id(node) in inner:
@@ -1027,6 +1065,15 @@ class Reading:
                                         f"{node.module}.{a.name}")
             elif isinstance(node, ast.Name) and node.id in REVIEW_NAMES:
                 self.review(cell, line, f"uses {node.id}")
+            elif (isinstance(node, ast.Name)
+                  and node.id in ("getattr", "hasattr")
+                  and id(node) not in called):
+                self.review(cell, line, f"passes {node.id} on (a name "
+                            "looked up by another function)")
+            elif (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.name == "__del__"):
+                self.review(cell, line, "defines __del__ (code that runs "
+                            "when Python frees an object)")
             elif (isinstance(node, ast.Call)
                   and isinstance(node.func, ast.Name)
                   and node.func.id == "getattr" and len(node.args) > 1
@@ -1091,9 +1138,12 @@ class Reading:
                     base = target
                     while isinstance(base, (ast.Attribute, ast.Subscript)):
                         base = base.value
-                    if (isinstance(target, (ast.Attribute, ast.Subscript))
-                            and isinstance(base, ast.Name)
-                            and base.id in self.imports):
+                    if not isinstance(base, ast.Name) or not isinstance(
+                            target, (ast.Attribute, ast.Subscript)):
+                        continue
+                    if base.id in self.imports or (
+                            isinstance(target, ast.Attribute)
+                            and base.id not in ("self", "cls")):
                         self.review(cell, line, "rebinds or changes "
                                     f"{ast.unparse(target)}")
 
@@ -1190,6 +1240,10 @@ SYSTEM_DIRS = ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc",
                "/proc/self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
                "/sys/devices/system/cpu", "/sys/fs/cgroup")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom")
+# the environment a submission's code never sees: the hub's token of the
+# teacher's server (a notebook could print it into its feedback), nbgrader's
+PRIVATE_ENV = re.compile(r"^(JPY_|JUPYTERHUB|NBGRADER)|TOKEN|SECRET|PASSW|"
+                         r"_KEY$|^KEY$|CREDENTIAL|AUTH", re.I)
 
 
 def _libc():
@@ -1340,8 +1394,20 @@ def kernel(course, argv):
         if info.get("transport", "tcp") != "tcp":
             read.add(os.path.dirname(connection))
     tmp = tempfile.mkdtemp(prefix="mha-kernel-")
+    for name in list(os.environ):  # the teacher's tokens stay out of it
+        if PRIVATE_ENV.search(name) and name != "JPY_PARENT_PID":
+            del os.environ[name]
     os.environ.update(TMPDIR=tmp, HOME=tmp, IPYTHONDIR=os.path.join(
         tmp, "ipython"), MPLCONFIGDIR=os.path.join(tmp, "matplotlib"))
+    # psutil, which ipykernel asks for its children at shutdown, reads every
+    # process's /proc entry, which the sandbox denies (and ipykernel logs an
+    # ERROR): the kernel does without it
+    shadow = os.path.join(tmp, "shadow")
+    os.mkdir(shadow)
+    with open(os.path.join(shadow, "psutil.py"), "w", encoding="utf-8") as f:
+        f.write("raise ImportError('not in the grading sandbox')\n")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [shadow, *filter(None, [os.environ.get("PYTHONPATH")])])
     protected = [course, os.path.dirname(connection or course)]
     abi = sandbox(read=sorted(read) + allowed(python_dirs(argv[0]),
                                               protected),
@@ -1443,8 +1509,12 @@ def serve(grading=GRADING):
     request = json.loads(sys.stdin.readline())
     cells = request["cells"]
     plan, built, findings = {}, {}, []
-    reading = Reading([(c["kind"], c["grade_id"], c["source"])
-                       for c in cells if c["kind"] != "test"])
+    unreadable = None  # code too deep to read: every test scores 0
+    try:
+        reading = Reading([(c["kind"], c["grade_id"], c["source"])
+                           for c in cells if c["kind"] != "test"])
+    except (RecursionError, MemoryError, ValueError) as error:
+        reading, unreadable = Reading([]), error
     for cell in cells:
         if cell["kind"] != "test":
             continue
@@ -1461,8 +1531,17 @@ def serve(grading=GRADING):
             "check": cell["check"], "time_limit": check.time_limit,
             "forbidden": labels,
             "cases": [(c.name, c.args, c.kwargs) for c in cases]}
-        findings += reading.check(cell["grade_id"], cell["check"],
-                                  cell["fn"], labels)
+        try:
+            if unreadable is None:
+                findings += reading.check(cell["grade_id"], cell["check"],
+                                          cell["fn"], labels)
+        except (RecursionError, MemoryError, ValueError) as error:
+            unreadable = error
+        if unreadable is not None:
+            findings.append({"level": "zero", "cell": None, "line": None,
+                             "check": cell["grade_id"], "what": (
+                                 "the answer cells cannot be read "
+                                 f"({type(unreadable).__name__})")})
     path = os.path.join(request["dir"], "cases.pkl")
     with open(path, "wb") as f:
         _Pickler(f, protocol=pickle.HIGHEST_PROTOCOL).dump(plan)
@@ -1499,10 +1578,15 @@ def serve(grading=GRADING):
 
 def run_cells(cells_file, cases_file, out_file):
     """The student's process (``python -I mha_grader.py run CELLS CASES
-    OUT``): runs the code cells in order in an IPython shell; at each test
-    cell, the student's function on that test's cases; writes
-    {test cell: outcomes} to OUT after each test."""
-    with open(cases_file, "rb") as f:  # before any student code runs
+    OUT``, a key on stdin): runs the code cells in order in an IPython
+    shell; at each test cell, the student's function on that test's cases;
+    writes {"results": {test cell: outcomes}, "mac"} to OUT after each
+    test, sealed with the key (``seal``), and ends at once (no exit
+    handler of the student's runs after the last write)."""
+    key = bytes.fromhex(sys.stdin.readline().strip())  # before student code
+    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115
+    streams = (sys.stdout, sys.stderr)  # the log's, whatever it rebinds
+    with open(cases_file, "rb") as f:
         plan = pickle.load(f)
     with open(cells_file, encoding="utf-8") as f:
         cells = json.load(f)
@@ -1543,12 +1627,39 @@ def run_cells(cells_file, cases_file, out_file):
             results[cell["grade_id"]] = run(check, fn, cases)
         out.seek(0)  # the file opened before the sandbox
         out.truncate()
-        json.dump(results, out)
+        out.write(seal(results, key))
         out.flush()
     out.seek(0)
     out.truncate()
-    json.dump(results, out)
+    out.write(seal(results, key))
     out.close()
+    for stream in streams:
+        stream.flush()
+    os._exit(0)
+
+
+def seal(results, key):
+    """``results`` as JSON with an HMAC under ``key``, which only the
+    grader's code in the student's process holds."""
+    dumps = _original(json, "dumps")
+    text = dumps(results, sort_keys=True)
+    mac = _original(hmac, "new")(key, text.encode(),
+                                 _original(hashlib, "sha256")).hexdigest()
+    return dumps({"results": text, "mac": mac})
+
+
+def unseal(text, key):
+    """The results ``seal`` wrote, None if none were written, or False if
+    they do not carry the key's HMAC (the student's code wrote them)."""
+    try:
+        sealed = json.loads(text)
+        body, mac = sealed["results"], sealed["mac"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    expected = hmac.new(key, str(body).encode(), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected, str(mac)):
+        return False
+    return json.loads(body)
 
 
 def verify(cells, grading=GRADING, python=None, timeout=1200):
@@ -1590,19 +1701,23 @@ def verify(cells, grading=GRADING, python=None, timeout=1200):
             with open(cells_file, "w", encoding="utf-8") as f:
                 json.dump(cells, f)
             env = {k: v for k, v in os.environ.items()
-                   if not k.startswith(("JPY_", "JUPYTER", "NBGRADER"))}
+                   if not k.startswith("JUPYTER")
+                   and not PRIVATE_ENV.search(k)}
             home = os.path.join(work, ".home")  # all it may write: work
             env.update(MPLBACKEND="Agg", IPYTHONDIR=os.path.join(home, "ip"),
                        HOME=home, TMPDIR=home, CUDA_VISIBLE_DEVICES="",
                        MPLCONFIGDIR=os.path.join(home, "matplotlib"))
             os.mkdir(home)
             log_path = os.path.join(tmp, "run.log")
+            key = os.urandom(32)
             with open(log_path, "w", encoding="utf-8") as log:
                 runner = subprocess.Popen(
                     [python, "-I", me, "run", cells_file, ready["cases"],
                      out_file], cwd=work, env=env, stdout=log,
-                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    stderr=subprocess.STDOUT, stdin=subprocess.PIPE,
                     start_new_session=True)
+                runner.stdin.write(key.hex().encode() + b"\n")
+                runner.stdin.close()
                 timed_out = False
                 try:
                     runner.wait(timeout)
@@ -1616,7 +1731,15 @@ def verify(cells, grading=GRADING, python=None, timeout=1200):
                     runner.wait()
             with open(log_path, encoding="utf-8", errors="replace") as f:
                 log_text = f.read()[-4000:]
-            judge_process.stdin.write(json.dumps({"outcomes": out_file})
+            try:
+                with open(out_file, encoding="utf-8") as f:
+                    outcomes = unseal(f.read(), key)
+            except OSError:
+                outcomes = None
+            checked = os.path.join(tmp, "checked.json")
+            with open(checked, "w", encoding="utf-8") as f:
+                json.dump(outcomes or {}, f)
+            judge_process.stdin.write(json.dumps({"outcomes": checked})
                                       + "\n")
             judge_process.stdin.flush()
             answer = judge_process.stdout.readline()
@@ -1624,11 +1747,22 @@ def verify(cells, grading=GRADING, python=None, timeout=1200):
                 err.seek(0)
                 raise RuntimeError(f"the judge failed: {err.read()[-2000:]}")
             results = json.loads(answer)["results"]
+            if outcomes is False:  # written by the student's code
+                results = {grade_id: {"passed": False, "report": (
+                    "Not graded: the verification's outcomes were not the "
+                    "grader's (the notebook's code wrote them)")}
+                    for grade_id in results}
         finally:
             judge_process.kill()
             judge_process.wait()
             err.close()
-    return {"results": results, "findings": ready["findings"],
+    findings = ready["findings"]
+    if outcomes is False:
+        findings = [*findings, {"level": "review", "cell": None,
+                                "line": None, "check": None, "what": (
+                                    "the verification's outcomes were "
+                                    "written by the notebook's code")}]
+    return {"results": results, "findings": findings,
             "run": {"returncode": runner.returncode, "timed_out": timed_out,
                     "log": log_text, "sandbox": landlock_abi()}}
 
@@ -1647,6 +1781,13 @@ def main(argv):
         return 0
     if len(argv) > 3 and argv[0] == "kernel" and argv[2] == "--":
         kernel(argv[1], argv[3:])
+    if argv == ["landlock"]:  # can this machine sandbox a submission?
+        abi = landlock_abi()
+        print(f"Landlock ABI {abi}: a submission's code is sandboxed" if abi
+              else "no Landlock here: a submission's code would run with "
+              "your rights (Linux 5.13 or later, landlock in its lsm= list, "
+              "and a container runtime that allows its system calls)")
+        return 0 if abi else 1
     print(__doc__)
     return 2
 

@@ -429,6 +429,81 @@ def my_softmax(scores):
     return exp / exp.sum(dim=-1, keepdim=True)
 """
 
+# the third lecturer's review: more ways to full marks, unflagged then
+C1 = """\
+def my_softmax(scores):
+    return torch.distributions.Categorical(logits=scores).logits.exp()
+"""
+C2 = """\
+def my_softmax(scores):
+    x = scores.detach().reshape(-1, scores.shape[-1]).clone()
+    x.requires_grad_(True)
+    t = x.detach().argmax(-1)
+    loss = torch.nn.functional.cross_entropy(x, t, reduction="sum")
+    (g,) = torch.autograd.grad(loss, x)
+    g[torch.arange(x.shape[0]), t] += 1
+    return g.reshape(scores.shape)
+"""
+C3 = """\
+def my_softmax(scores):
+    cu = torch.jit.CompilationUnit(
+        "def f(x):\\n    return torch.so" + "ftmax(x, -1)\\n")
+    return cu.f(scores)
+"""
+C4 = """\
+import functools
+import pydoc
+
+
+def my_softmax(scores):
+    f = pydoc.locate("torch.nn.functional.so" + "ftmax")
+    return functools.singledispatch(f)(scores, dim=-1)
+"""
+C7 = """\
+import functools
+import pydoc
+
+
+def my_masked_softmax(scores, valid_lens):
+    f = pydoc.locate("mha.functional.masked_" + "softmax")
+    return functools.singledispatch(f)(scores, valid_lens)
+"""
+C8 = """\
+import base64
+import io
+import pydoc
+
+_j = pydoc.locate("json")
+_orig = _j.dump
+_seen = []
+
+
+def _fixed(obj, fp, *a, **k):
+    sm = pydoc.locate("torch.nn.functional.so" + "ftmax")
+    lists = obj.values() if type(obj) is dict else [obj]
+    for outs in lists:
+        if type(outs) is list and len(outs) == len(_seen):
+            for o, x in zip(outs, _seen):
+                b = io.BytesIO()
+                torch.save(sm(x, dim=-1), b)
+                o["value"] = base64.b64encode(b.getvalue()).decode()
+                o["message"] = None
+                o["stub"] = False
+    return _orig(obj, fp, *a, **k)
+
+
+class _Later:
+    def __del__(self):
+        _j.dump = _fixed
+
+
+def my_softmax(scores):
+    _j.dump = _orig
+    _seen.append(scores.clone())
+    scores.later = _Later()
+    return torch.zeros_like(scores)
+"""
+
 READINGS = {
     "right, a local named softmax, torch's own outside the function": (
         "softmax", """\
@@ -601,6 +676,29 @@ def my_masked_softmax(scores, valid_lens):
     "the course's secret read through /proc": ("softmax", N4, "my_softmax", False,
                                                ["sys.path", "os.getppid", "/proc/",
                                                 "imports mha_grader"]),
+    # the third lecturer's review
+    "a distribution's normalised logits": ("softmax", C1, "my_softmax", False,
+                                           ["torch.distributions.Categorical"]),
+    "the gradient of a cross-entropy": ("softmax", C2, "my_softmax", False,
+                                        ["cross_entropy", "torch.autograd.grad"]),
+    "TorchScript compiled from a string": ("softmax", C3, "my_softmax", False,
+                                           ["torch.jit"]),
+    "pydoc.locate, called by functools": ("softmax", C4, "my_softmax", False,
+                                          ["imports pydoc"]),
+    "the package's answer by pydoc.locate": ("masked_softmax", C7,
+                                             "my_masked_softmax", False,
+                                             ["imports pydoc"]),
+    "json.dump rebound by a finalizer": ("softmax", C8, "my_softmax", False,
+                                         ["imports pydoc", "defines __del__",
+                                          "rebinds or changes _j.dump"]),
+    "getattr passed to reduce": ("softmax", """\
+import functools
+
+
+def my_softmax(scores):
+    f = functools.reduce(getattr, ["soft" + "max"], torch)
+    return f(scores, -1)
+""", "my_softmax", False, ["passes getattr on"]),
     "split_heads from a private helper": ("split_heads", SPLIT_MERGE, "my_split_heads",
                                           True, ["_split_heads"]),
     "merge_heads of its own next to it": ("merge_heads", SPLIT_MERGE, "my_merge_heads",
@@ -635,8 +733,12 @@ def answer(text, name):
 def test_the_kernel_catches_what_the_second_review_got_past_it(course):
     # torch's softmax reached through C (map), an attention for a softmax,
     # and torch.save, which the grader uses, patched inside the function
+    # (and the third's: pydoc.locate called through functools, a
+    # cross-entropy's gradient)
     for text, says in ((N2, "calls torch"), (N1B, "scaled_dot_product"),
-                       (N3, "changed torch.save")):
+                       (N3, "changed torch.save"),
+                       (C4, "calls torch.nn.functional.softmax"),
+                       (C2, "cross_entropy")):
         saved = torch.save
         try:
             passed, report = graded(course, "softmax",
@@ -644,6 +746,23 @@ def test_the_kernel_catches_what_the_second_review_got_past_it(course):
         finally:
             torch.save = saved
         assert not passed and says in " ".join(report.split()), report
+    passed, report = graded(course, "masked_softmax",
+                            answer(C7, "my_masked_softmax"))
+    assert not passed
+    assert "calls mha.functional.masked_softmax" in " ".join(report.split())
+
+
+def test_a_rebinding_after_the_last_check_changes_nothing(course):
+    # C8 rebinds json.dump from a finalizer, after the grader's check: the
+    # verification writes with what it kept before the student's code ran
+    cells = [{"kind": "code", "grade_id": "setup", "source": LOCKED},
+             {"kind": "answer", "grade_id": "answer-softmax", "source": C8},
+             {"kind": "test", "grade_id": "check-softmax",
+              "check": "softmax", "fn": "my_softmax"}]
+    result = grader.verify(cells, str(course / "grading"), timeout=300)
+    assert not result["results"]["check-softmax"]["passed"]
+    flags = " ".join(f["what"] for f in result["findings"])
+    assert "defines __del__" in flags and "pydoc" in flags
 
 
 def test_the_verification_runs_the_students_code_in_a_sandbox(course):
@@ -683,6 +802,13 @@ try:
     print("PROBE signalled")
 except OSError as error:
     print("PROBE denied signal", type(error).__name__)
+
+import atexit  # an exit handler would write after the grader's last word
+
+
+@atexit.register
+def _last_word():
+    print("PROBE exit handler ran")
 """
     before = (grading / "mha_grader.py").read_bytes()
     cells = [{"kind": "code", "grade_id": "setup", "source": LOCKED},
@@ -697,6 +823,7 @@ except OSError as error:
     assert log.count("PROBE denied read PermissionError") == 4, log
     assert log.count("PROBE denied write PermissionError") == 2, log
     assert "PROBE connected" not in log and "PROBE denied connect" in log
+    assert "PROBE exit handler ran" not in log
     if result["run"]["sandbox"] >= 6:  # signals scoped from Linux 6.12
         assert "PROBE denied signal PermissionError" in log, log
     assert (grading / "mha_grader.py").read_bytes() == before
@@ -704,6 +831,39 @@ except OSError as error:
     assert not result["results"]["check-softmax"]["passed"]
     flags = " ".join(f["what"] for f in result["findings"])
     assert "sys.path" in flags and "os.getppid" in flags
+    # the guide's check of a machine
+    said = subprocess.run([sys.executable, "-I", "grading/mha_grader.py",
+                           "landlock"], cwd=course, capture_output=True,
+                          text=True)
+    assert said.returncode == 0
+    assert said.stdout.startswith(f"Landlock ABI {grader.landlock_abi()}: a "
+                                  "submission's code is sandboxed")
+
+
+def test_the_students_process_cannot_write_its_own_outcomes():
+    # what the student's process writes is sealed with a key only the
+    # grader's code in it holds; outcomes the student's code wrote are not
+    key = b"k" * 32
+    results = {"check-softmax": [{"case": "one row", "message": None}]}
+    assert grader.unseal(grader.seal(results, key), key) == results
+    forged = json.dumps({"results": json.dumps(results), "mac": "0" * 64})
+    assert grader.unseal(forged, key) is False
+    assert grader.unseal(json.dumps(results), key) is None
+    assert grader.unseal("", key) is None
+
+
+def test_code_too_deep_to_read_scores_0(course):
+    deep = "x = " + "a." * 3000 + "b\n"
+    cells = [{"kind": "code", "grade_id": "setup", "source": LOCKED},
+             {"kind": "answer", "grade_id": "answer-softmax", "source":
+              "def my_softmax(scores):\n    return scores.softmax(-1)\n"
+              + deep},
+             {"kind": "test", "grade_id": "check-softmax",
+              "check": "softmax", "fn": "my_softmax"}]
+    result = grader.verify(cells, str(course / "grading"), timeout=300)
+    zeros = [f for f in result["findings"] if f["level"] == "zero"]
+    assert zeros and zeros[0]["check"] == "check-softmax"
+    assert "cannot be read" in zeros[0]["what"]
 
 
 def test_a_course_questions_forbidden_names_score_0(course):
@@ -1161,6 +1321,9 @@ def test_the_autograding_kernel_cannot_change_the_course(platform):
         platform / "grading" / "mha_grader.py").read_bytes()
     assert b"changed by a submission" not in (
         platform / "gradebook.db").read_bytes()
+    for chapter in ("00_preface", "02_scaled_dot_product"):  # no ERROR
+        log = LOGS[f"nbgrader autograde {chapter}"]
+        assert "Exception during subprocesses termination" not in log, log
 
 
 def test_the_downloads_are_collected_under_the_gradebooks_ids(platform):
@@ -1330,6 +1493,9 @@ def test_the_collectors_read_canvas_and_moodle_names(tmp_path, monkeypatch):
                                       "file_id": "02_x.ipynb"}
     assert moodle.collect(flat) == {"student_id": "fay-eff",
                                     "file_id": "02_x.ipynb"}
+    underscore = f"{base}/Ann_Marie Dee_555003_assignsubmission_file_/x.ipynb"
+    assert moodle.collect(underscore) == {"student_id": "ann-marie-dee",
+                                          "file_id": "x.ipynb"}
 
 
 # --- 5. every command of the guide ------------------------------------------
