@@ -741,6 +741,33 @@ def _quiet():
             yield
 
 
+def _plain(value):
+    """``value`` as plain tensors, numbers, tuples and lists (a tensor
+    subclass or a tuple subclass of the student's turned into torch's and
+    Python's own), so that saving it runs none of the student's code."""
+    import torch
+
+    if issubclass(type(value), torch.Tensor):
+        with torch._C.DisableTorchFunctionSubclass():
+            plain = torch.Tensor.detach(value).clone()
+        return torch.Tensor.as_subclass(plain, torch.Tensor)
+    if value is None or type(value) in (bool, int, float, complex, str):
+        return value
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, bool):  # a subclass's, numpy's
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    raise TypeError(f"cannot grade {type(value).__name__}")
+
+
 def run(check, fn, cases):
     """[outcome] of ``fn`` on ``cases``: {"case", "message", "stub",
     "value" (what it returned, saved by torch.save, base64)}."""
@@ -765,6 +792,13 @@ def run(check, fn, cases):
             else:
                 value, message = ex._call(fn, args, kwargs, check.time_limit,
                                           lambda line: None, case.name)
+            if message is None:  # still watched: a subclass's own code
+                try:
+                    value = _plain(value)
+                except Exception:  # noqa: BLE001 (said below)
+                    message = (f"returned {ex._describe(value)}, which "
+                               "cannot be graded: return tensors, numbers, "
+                               "tuples or lists")
         banned = banned or watch.called
         if banned:
             message = (f"calls {banned}, which does what this exercise asks "
@@ -915,6 +949,13 @@ REVIEW_ATTRS = ("__globals__", "__code__", "__closure__", "__subclasses__",
                 "__mro__", "__bases__", "__base__", "__reduce__",
                 "__reduce_ex__", "read_text", "read_bytes", "FileIO",
                 "fdopen", "addaudithook")
+# methods that Python or torch call on their own (when an object is freed,
+# saved, or passed to a torch function)
+REVIEW_DEFS = ("__del__", "__torch_function__", "__torch_dispatch__",
+               "__reduce__", "__reduce_ex__", "__getstate__", "__setstate__",
+               "__getnewargs__", "__getnewargs_ex__", "__getattr__",
+               "__getattribute__", "__init_subclass__", "__set_name__",
+               "__class_getitem__", "__instancecheck__", "__subclasscheck__")
 # a string in an answer cell that names the grader's files or another
 # process's (/proc): flagged
 REVIEW_STRINGS = re.compile(r"(^|/)proc/|secret|mha_grader|mha_course|"
@@ -1071,9 +1112,15 @@ class Reading:
                 self.review(cell, line, f"passes {node.id} on (a name "
                             "looked up by another function)")
             elif (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                  and node.name == "__del__"):
-                self.review(cell, line, "defines __del__ (code that runs "
-                            "when Python frees an object)")
+                  and node.name in REVIEW_DEFS):
+                self.review(cell, line, f"defines {node.name} (code that "
+                            "Python or torch runs on its own)")
+            elif isinstance(node, ast.ClassDef) and any(
+                    re.search(r"^torch\.Tensor$|TensorBase|FunctionMode|"
+                              r"DispatchMode", _dotted(b, self.imports) or "")
+                    for b in node.bases):
+                self.review(cell, line, f"defines {node.name}, a subclass "
+                            "of torch's tensor or of a torch mode")
             elif (isinstance(node, ast.Call)
                   and isinstance(node.func, ast.Name)
                   and node.func.id == "getattr" and len(node.args) > 1
@@ -1212,6 +1259,10 @@ class Reading:
                       and isinstance(node.args[1].value, str)):
                     named(cell, line, f"getattr(..., {node.args[1].value!r})",
                           node.args[1].value)
+                elif isinstance(node, ast.MatchClass):  # case object(a=f)
+                    for attr in node.kwd_attrs:
+                        named(cell, line, f"case ...({attr}=...)", attr,
+                              attribute=True)
         unique = []
         for finding in found:
             if finding not in unique:

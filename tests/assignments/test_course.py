@@ -691,6 +691,20 @@ def my_masked_softmax(scores, valid_lens):
     "json.dump rebound by a finalizer": ("softmax", C8, "my_softmax", False,
                                          ["imports pydoc", "defines __del__",
                                           "rebinds or changes _j.dump"]),
+    "a tensor subclass computing it when saved, named by a match": (
+        "softmax", """\
+class _Later(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        match torch.nn.functional:
+            case object(softmax=f):
+                return f(args[0].as_subclass(torch.Tensor), -1)
+
+
+def my_softmax(scores):
+    return scores.as_subclass(_Later)
+""", "my_softmax", True, ["defines __torch_function__",
+                          "a subclass of torch's tensor"]),
     "getattr passed to reduce": ("softmax", """\
 import functools
 
@@ -750,6 +764,30 @@ def test_the_kernel_catches_what_the_second_review_got_past_it(course):
                             answer(C7, "my_masked_softmax"))
     assert not passed
     assert "calls mha.functional.masked_softmax" in " ".join(report.split())
+
+
+def test_what_a_function_returns_is_saved_as_plain_values():
+    # a tensor subclass's own code (run when torch saves it) never runs
+    # after the watch: the value is torch's own tensor first
+    calls = []
+
+    class Spy(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            calls.append(func)
+            return super().__torch_function__(func, types, args, kwargs)
+
+    value = torch.arange(3.0).as_subclass(Spy)
+    calls.clear()
+    plain = grader._plain(value)
+    assert type(plain) is torch.Tensor and plain.tolist() == [0, 1, 2]
+    assert not calls
+    import numpy
+
+    assert grader._plain((numpy.float64(1.5), [True, 2])) == (1.5, [True, 2])
+    assert type(grader._plain(numpy.float64(1.5))) is float
+    with pytest.raises(TypeError):
+        grader._plain(object())
 
 
 def test_a_rebinding_after_the_last_check_changes_nothing(course):
