@@ -82,7 +82,10 @@ ATTENTION = ["torch.nn.functional.scaled_dot_product_attention",
              "torch.nn.functional.multi_head_attention_forward",
              "torch.nn.MultiheadAttention",
              "mha.functional.scaled_dot_product_attention",
-             "mha.functional._attention", "mha.layer.MultiHeadAttention"]
+             "mha.functional._attention", "mha.layer.MultiHeadAttention",
+             "mha.blockwise.blockwise_attention", "mha.modern.sink_attention",
+             "mha.modern.sink_fused_attention",
+             "mha.modern.window_attention", "mha.live.ch06.product_of_heads"]
 FORBIDDEN = {
     "softmax": ["torch.softmax", "torch.nn.functional.softmax",
                 "torch.Tensor.softmax", "torch.special.softmax",
@@ -94,8 +97,10 @@ FORBIDDEN = {
     "masked_softmax": ["mha.functional.masked_softmax",
                        "mha.functional._softmax_allowed",
                        "mha.functional._softmax_allowed_",
-                       "mha.masks._lens_to_mask", *ATTENTION],
-    "causal_mask": ["mha.masks.causal_mask", "mha.masks._causal_mask"],
+                       "mha.masks._lens_to_mask",
+                       "mha.masks.valid_lens_to_mask", *ATTENTION],
+    "causal_mask": ["mha.masks.causal_mask", "mha.masks._causal_mask",
+                    "mha.masks.combine_masks", "mha.modern.window_mask"],
     "attention_head": [
         "mha.functional.scaled_dot_product_attention",
         "torch.nn.functional.scaled_dot_product_attention",
@@ -115,7 +120,8 @@ FORBIDDEN = {
         "mha.exercises.part3_explorer.reference_previous_token"],
     "flop_count": ["mha.counts.count_flops"],
     "attention_entropy": ["mha.tasks.attention_entropy"],
-    "previous_token_score": ["mha.tasks.pattern_score"],
+    "previous_token_score": ["mha.tasks.pattern_score",
+                             "mha.head_scores.previous_token_score"],
     "greedy_pruning_order": [
         "mha.exercises.ch09_pruning.greedy_pruning_order"],
     "induction_score": ["mha.head_scores.induction_score"],
@@ -128,6 +134,15 @@ FORBIDDEN = {
         "mha.functional.scaled_dot_product_attention",
         "torch.nn.functional.scaled_dot_product_attention",
         "mha.functional._attention"],
+}
+
+
+# the package's names a check's function may use (those the book's own
+# solution uses); any other name of mha in it is flagged for review
+ALLOWED_MHA = {
+    "multi_head_forward": ("mha.scaled_dot_product_attention",
+                           "mha.functional.scaled_dot_product_attention"),
+    "head_scores": ("mha.split_heads", "mha.functional.split_heads"),
 }
 
 
@@ -655,16 +670,40 @@ class _Watch:
                 target, "func", None)
         return None
 
+    def audit(self, event):
+        """An audit event while the watch is on: the student's code
+        switching the profiler (or a tracer) off or over."""
+        if not self.own and event in ("sys.setprofile", "sys.settrace"):
+            self.called = self.called or (
+                f"{event}, which switches off the grader's watch")
+
     def __enter__(self):
+        global _AUDITED
+        if not _AUDITED:  # once per load of this file: hooks stay for good
+            _AUDITED = True
+            sys.addaudithook(_audit)
         self.mode = _torch_mode(self)
         self.mode.__enter__()
         self.previous = sys.getprofile()
+        self.own = True
         sys.setprofile(self.profile)
+        self.own = False
+        _WATCHING.append(self)
         return self
 
     def __exit__(self, *exc):
+        _WATCHING.remove(self)
+        self.own = True
         sys.setprofile(self.previous)
         self.mode.__exit__(*exc)
+
+
+_WATCHING, _AUDITED = [], False  # the watches on; this file's audit hook
+
+
+def _audit(event, args):
+    if _WATCHING and event.startswith("sys.set"):
+        _WATCHING[-1].audit(event)
 
 
 def _torch_mode(watch):
@@ -924,7 +963,8 @@ REVIEW_MODULES = ("threading", "_thread", "concurrent", "multiprocessing",
                   "sqlite3", "nbgrader", "asyncio", "urllib", "http",
                   "requests", "operator", "copyreg", "mha_grader",
                   "mha_course", "atexit", "weakref", "faulthandler",
-                  "pydoc")
+                  "pydoc", "pkgutil", "string", "timeit", "doctest",
+                  "cProfile", "profile", "pdb", "bdb", "trace")
 REVIEW_NAMES = ("__import__", "__builtins__", "exec", "eval", "compile",
                 "globals", "vars", "setattr", "delattr", "open",
                 "breakpoint")
@@ -948,7 +988,8 @@ REVIEW_ATTRS = ("__globals__", "__code__", "__closure__", "__subclasses__",
                 "__spec__", "__wrapped__", "__self__", "__func__",
                 "__mro__", "__bases__", "__base__", "__reduce__",
                 "__reduce_ex__", "read_text", "read_bytes", "FileIO",
-                "fdopen", "addaudithook")
+                "fdopen", "addaudithook", "get_type_hints", "ForwardRef",
+                "resolve_name", "get_field", "Formatter")
 # methods that Python or torch call on their own (when an object is freed,
 # saved, or passed to a torch function)
 REVIEW_DEFS = ("__del__", "__torch_function__", "__torch_dispatch__",
@@ -978,13 +1019,34 @@ REFERENCE_ATTRS = ("_REGISTRY", "reference")  # mha.exercises' own answers
 
 
 def _python(text):
-    """A cell's code as Python (IPython's magics turned into calls)."""
+    """A cell's code as Python: IPython's magics turned into calls, and the
+    code a magic runs (``%%time``, ``%timeit``, ``%%capture``...) added
+    after the cell, so that it is read too."""
     try:
         from IPython.core.inputtransformer2 import TransformerManager
 
-        return TransformerManager().transform_cell(text)
+        code = TransformerManager().transform_cell(text)
     except Exception:  # noqa: BLE001 (no IPython, or odd input: as is)
         return text
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, RecursionError, ValueError, MemoryError):
+        return code
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("run_cell_magic", "run_line_magic")):
+            for arg in node.args[1:]:
+                if not (isinstance(arg, ast.Constant)
+                        and isinstance(arg.value, str)):
+                    continue
+                inner = _python(arg.value)
+                try:
+                    ast.parse(inner)
+                except (SyntaxError, RecursionError, ValueError,
+                        MemoryError):
+                    continue  # a magic's options, not code
+                code += "\n" + inner
+    return code
 
 
 def _dotted(node, imports):
@@ -999,6 +1061,16 @@ def _dotted(node, imports):
         return None
     base = imports.get(node.id, node.id)
     return ".".join([base, *reversed(parts)])
+
+
+def _module(dotted):
+    """Whether ``dotted`` names a module (mha.masks), not a function."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(dotted) is not None
+    except (ImportError, ValueError, AttributeError):
+        return False
 
 
 def _private_mha(dotted):
@@ -1131,12 +1203,20 @@ class Reading:
                   and isinstance(node.func, ast.Name)
                   and node.func.id in ("getattr", "hasattr")
                   and len(node.args) > 1
-                  and isinstance(node.args[1], ast.Constant)
-                  and str(node.args[1].value).startswith("__")):
-                self.review(cell, line, f"uses getattr(..., "
-                            f"{node.args[1].value!r})")
+                  and isinstance(node.args[1], ast.Constant)):
+                name = str(node.args[1].value)
+                base = _dotted(node.args[0], self.imports) or ""
+                dotted = f"{base}.{name}"
+                if (name.startswith("_") or name in REVIEW_ATTRS
+                        or base.split(".")[0] in REVIEW_MODULES
+                        or any(dotted == d or dotted.startswith(d + ".")
+                               for d in REVIEW_DOTTED)):
+                    self.review(cell, line, f"uses getattr(..., {name!r})"
+                                + (f" ({dotted})" if base else ""))
             elif (isinstance(node, ast.Constant)
                   and isinstance(node.value, str)
+                  and ("/proc/" in node.value
+                       or not re.search(r"\s", node.value))
                   and REVIEW_STRINGS.search(node.value)):
                 self.review(cell, line, "names the path or file "
                             f"{node.value[:60]!r}")
@@ -1169,10 +1249,8 @@ class Reading:
                             else ""):
                 magic = node.args[0].value if node.args and isinstance(
                     node.args[0], ast.Constant) else node.func.attr
-                if node.func.attr in ("system", "getoutput") or \
-                        magic in REVIEW_MAGICS:
-                    self.review(cell, line, f"runs the magic or shell "
-                                f"command {magic!r}")
+                self.review(cell, line, f"runs the magic or shell "
+                            f"command {magic!r}")
             elif isinstance(node, ast.Name) and node.id == "get_ipython" \
                     and "get_ipython" in text:
                 self.review(cell, line, "uses get_ipython (the kernel)")
@@ -1220,6 +1298,8 @@ class Reading:
             found.append({"level": "zero", "cell": cell, "line": line,
                           "what": what, "check": grade_id})
 
+        allowed_mha = ALLOWED_MHA.get(name, ())
+
         def named(cell, line, label, short, attribute=False):
             if not name.startswith(QUESTION) and (
                     short == "_REGISTRY" or attribute and short in
@@ -1229,6 +1309,14 @@ class Reading:
             elif short in last:
                 zero(cell, line, f"{fn} names {label}, which does what "
                      "this exercise asks you to write")
+            elif (not name.startswith(QUESTION) and label.startswith("mha.")
+                  and not _module(label) and label not in allowed_mha
+                  and not any(a.startswith(label + ".")
+                              for a in allowed_mha)):
+                found.append({"level": "review", "cell": cell, "line": line,
+                              "check": grade_id, "what": (
+                                  f"{fn} calls {label}, of the package: "
+                                  "is it the package's answer?")})
             elif family and SOFTMAX_LIKE.search(short):
                 found.append({"level": "review", "cell": cell, "line": line,
                               "check": grade_id, "what": (
@@ -1441,7 +1529,8 @@ def kernel(course, argv):
         read.add(connection)
         with open(connection, encoding="utf-8") as f:
             info = json.load(f)
-        ports = [v for k, v in info.items() if k.endswith("_port")]
+        # its own ports, and any free one (ipykernel's IOPub pipe binds one)
+        ports = [0, *(v for k, v in info.items() if k.endswith("_port"))]
         if info.get("transport", "tcp") != "tcp":
             read.add(os.path.dirname(connection))
     tmp = tempfile.mkdtemp(prefix="mha-kernel-")

@@ -504,6 +504,52 @@ def my_softmax(scores):
     return torch.zeros_like(scores)
 """
 
+# the fourth lecturer's review
+M1 = """\
+%%time
+import sys
+def my_softmax(scores):
+    sys.setprofile(None)
+    with torch._C.DisableTorchFunction():
+        return torch.softmax(scores, dim=-1)
+"""
+G1 = """\
+import string
+import sys
+
+
+def my_softmax(scores):
+    getattr(sys, "setprofile")(None)
+    off = getattr(getattr(torch, "_C"), "DisableTorchFunction")
+    library, _ = string.Formatter().get_field("0.so" + "ftmax", [torch], {})
+    with off():
+        return library(scores, dim=-1)
+"""
+P1 = """\
+import mha.live.ch06
+
+
+def my_softmax(scores):
+    shifted = scores - scores.max(dim=-1, keepdim=True).values
+    return mha.live.ch06.product_of_heads(shifted.exp()[None])
+"""
+MS1 = """\
+def my_masked_softmax(scores, valid_lens):
+    Lq, Lk = scores.shape[-2], scores.shape[-1]
+    eye = torch.eye(Lk, dtype=scores.dtype)
+    mask = None
+    if valid_lens is not None:
+        mask = mha.masks.valid_lens_to_mask(valid_lens, Lq, Lk)
+        mask = mask.view(mask.shape[0], *[1] * (scores.dim() - 3), Lq, Lk)
+    return mha.blockwise.blockwise_attention(scores, eye, eye, mask,
+                                             scale=1.0)
+"""
+CM1 = """\
+def my_causal_mask(num_queries, num_keys):
+    return mha.masks.combine_masks(None, None, True,
+                                   (1, 1, num_queries, num_keys), None)
+"""
+
 READINGS = {
     "right, a local named softmax, torch's own outside the function": (
         "softmax", """\
@@ -705,6 +751,28 @@ def my_softmax(scores):
     return scores.as_subclass(_Later)
 """, "my_softmax", True, ["defines __torch_function__",
                           "a subclass of torch's tensor"]),
+    # the fourth lecturer's review
+    "a %%time cell, the watch switched off": ("softmax", M1, "my_softmax", True,
+                                              ["'time'", "sys.setprofile"]),
+    "the watch switched off by getattr, Formatter.get_field": (
+        "softmax", G1, "my_softmax", False,
+        ["getattr(..., 'setprofile')", "getattr(..., '_C')", "imports string"]),
+    "the package's own: a chapter figure's softmax": ("softmax", P1, "my_softmax",
+                                                      True, []),
+    "the package's own: blockwise attention": ("masked_softmax", MS1,
+                                               "my_masked_softmax", True, []),
+    "the package's own: combine_masks": ("causal_mask", CM1, "my_causal_mask",
+                                         True, []),
+    "the package's own: an unlisted name": ("causal_mask", """\
+def my_causal_mask(num_queries, num_keys):
+    return mha.head_scores.previous_token_score(num_queries, num_keys)
+""", "my_causal_mask", False, ["calls mha.head_scores.previous_token_score"]),
+    "a docstring that says secret": ("softmax", """\
+def my_softmax(scores):
+    \"\"\"The secret of a stable softmax: subtract each row's max.\"\"\"
+    e = (scores - scores.amax(dim=-1, keepdim=True)).exp()
+    return e / e.sum(dim=-1, keepdim=True)
+""", "my_softmax", False, []),
     "getattr passed to reduce": ("softmax", """\
 import functools
 
@@ -752,7 +820,8 @@ def test_the_kernel_catches_what_the_second_review_got_past_it(course):
     for text, says in ((N2, "calls torch"), (N1B, "scaled_dot_product"),
                        (N3, "changed torch.save"),
                        (C4, "calls torch.nn.functional.softmax"),
-                       (C2, "cross_entropy")):
+                       (C2, "cross_entropy"),
+                       (G1, "switches off the grader's watch")):
         saved = torch.save
         try:
             passed, report = graded(course, "softmax",
@@ -1362,6 +1431,7 @@ def test_the_autograding_kernel_cannot_change_the_course(platform):
     for chapter in ("00_preface", "02_scaled_dot_product"):  # no ERROR
         log = LOGS[f"nbgrader autograde {chapter}"]
         assert "Exception during subprocesses termination" not in log, log
+        assert "Couldn't bind IOPub" not in log, log
 
 
 def test_the_downloads_are_collected_under_the_gradebooks_ids(platform):
