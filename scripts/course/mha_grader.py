@@ -85,7 +85,8 @@ ATTENTION = ["torch.nn.functional.scaled_dot_product_attention",
              "mha.functional._attention", "mha.layer.MultiHeadAttention",
              "mha.blockwise.blockwise_attention", "mha.modern.sink_attention",
              "mha.modern.sink_fused_attention",
-             "mha.modern.window_attention", "mha.live.ch06.product_of_heads"]
+             "mha.modern.window_attention", "mha.live.ch06.product_of_heads",
+             "mha.functional.masked_softmax"]
 FORBIDDEN = {
     "softmax": ["torch.softmax", "torch.nn.functional.softmax",
                 "torch.Tensor.softmax", "torch.special.softmax",
@@ -587,9 +588,20 @@ class _Watch:
     of C functions made from Python, and a torch function mode every call
     of a torch function, from C too (``map``, ``operator``)."""
 
-    def __init__(self, forbidden):
+    def __init__(self, forbidden, allowed=None, given=()):
         self.codes, self.builtins, self.methods = {}, {}, []
         self.objects = {}
+        # mha's functions the student's code enters (None: not noted), but
+        # those ``allowed`` and those of what the case gives (``given``)
+        self.mha_calls = None if allowed is None else []
+        self.allowed = set()
+        for entry in allowed or ():
+            try:
+                self.allowed |= _resolved(entry)[1]
+            except (ImportError, AttributeError):
+                continue
+        self.given = _given(given)
+        self.mha_code = {}
         for entry in forbidden:
             try:
                 label, codes, builtins, method, obj = _resolved(entry)
@@ -625,31 +637,54 @@ class _Watch:
         while frame is not None and os.path.abspath(
                 frame.f_code.co_filename).startswith(self.torch):
             frame = frame.f_back  # torch's Python wrappers (F.softmax)
-        if self._from_student(frame):
+        if self._from_student(frame, func):
             self.called = label
 
-    def _from_student(self, frame):
-        """Whether the call made in ``frame`` is the student's: made by
-        code that is neither mha's nor torch's nor the grader's, the
-        standard library's frames passed over (``functools``, ``pydoc``)."""
+    def _from_student(self, frame, target=None):
+        """Whether the call (of ``target``) made in ``frame`` is the
+        student's: made by code that is neither mha's nor torch's nor the
+        grader's, the standard library's frames passed over (``functools``,
+        ``pydoc``), and so are a library's that were handed ``target``
+        (``mha.backends.peak_memory(torch.softmax, x)``)."""
         while frame is not None:
             path = os.path.abspath(frame.f_code.co_filename)
             if path == self.runner:
                 return True
             if path.startswith(self.libraries) or path == self.grader:
-                return False
-            if not _standard_library(path):
+                if target is None or not _handed(frame, target):
+                    return False
+            elif not _standard_library(path):
                 return True
             frame = frame.f_back
         return False
 
+    def _mha_entered(self, frame):
+        """Notes a function of mha entered from the student's code."""
+        code = frame.f_code
+        mine = self.mha_code.get(code)
+        if mine is None:
+            path = os.path.abspath(code.co_filename)
+            mine = self.mha_code[code] = (
+                path.startswith(self.libraries[0]) and path != self.runner)
+        if (not mine or code in self.allowed or code in self.given
+                or any(v is frame.f_locals.get("self")
+                       for v in self.given.values())
+                or not self._from_student(frame.f_back)):
+            return
+        label = (f"{frame.f_globals.get('__name__', 'mha')}."
+                 f"{getattr(code, 'co_qualname', code.co_name)}")
+        if label not in self.mha_calls:
+            self.mha_calls.append(label)
+
     def profile(self, frame, event, arg):
+        if event == "call" and self.mha_calls is not None:
+            self._mha_entered(frame)
         if self.called:
             return
         if event == "call" and frame.f_code in self.codes:
-            if self._from_student(frame.f_back):
+            if self._from_student(frame.f_back, frame.f_code):
                 self.called = self.codes[frame.f_code]
-        elif event == "c_call" and self._from_student(frame):
+        elif event == "c_call" and self._from_student(frame, arg):
             if id(arg) in self.builtins:
                 self.called = self.builtins[id(arg)]
             for owner, method, label in self.methods:
@@ -704,6 +739,47 @@ _WATCHING, _AUDITED = [], False  # the watches on; this file's audit hook
 def _audit(event, args):
     if _WATCHING and event.startswith("sys.set"):
         _WATCHING[-1].audit(event)
+
+
+def _handed(frame, target):
+    """Whether ``frame``'s function was handed ``target`` (a function, or
+    a code object) as an argument, alone or in a tuple, list or dict."""
+    code = frame.f_code
+    count = code.co_argcount + code.co_kwonlyargcount + bool(
+        code.co_flags & 4) + bool(code.co_flags & 8)
+
+    def matches(value):
+        while value is not None:
+            if value is target or getattr(value, "__code__", None) is target:
+                return True
+            value = getattr(value, "func", None) or getattr(
+                value, "__wrapped__", None)
+        return False
+
+    for name in code.co_varnames[:count]:
+        value = frame.f_locals.get(name)
+        values = (list(value.values()) if isinstance(value, dict) else
+                  value if isinstance(value, (tuple, list)) else [value])
+        if any(matches(v) for v in values[:64]):
+            return True
+    return False
+
+
+def _given(args):
+    """{code object or id: object} of the callables and objects a case
+    gives the student's function (chapter 09's cost function, a model)."""
+    found, todo = {}, [args]
+    while todo and len(found) < 256:
+        value = todo.pop()
+        if isinstance(value, (tuple, list)):
+            todo += list(value)
+        elif isinstance(value, dict):
+            todo += list(value.values())
+        elif value is not None and not isinstance(
+                value, (int, float, str, bool)):
+            code = getattr(value, "__code__", None)
+            found[code if code is not None else id(value)] = value
+    return found
 
 
 def _torch_mode(watch):
@@ -823,7 +899,8 @@ def run(check, fn, cases):
             continue
         args, kwargs = ex._clone(case.args), ex._clone(case.kwargs)
         pristine = ex._clone(case.args), ex._clone(case.kwargs)
-        watch = _Watch(check.forbidden)
+        watch = _Watch(check.forbidden, None if check.name.startswith(
+            QUESTION) else ALLOWED_MHA.get(check.name, ()), (args, kwargs))
         banned = watch.banned(fn)
         with _quiet(), watch:
             if banned:
@@ -847,7 +924,8 @@ def run(check, fn, cases):
             message = (f"the code changed {', '.join(rebound[:3])}, which "
                        "the grader uses: not graded")
         outcome = {"case": case.name, "stub": isinstance(message, ex._Stub),
-                   "timeout": isinstance(message, ex._Timeout)}
+                   "timeout": isinstance(message, ex._Timeout),
+                   "mha": [] if banned else watch.mha_calls or []}
         if message is None:
             changed = ex._changed_inputs(fn, args, kwargs, *pristine)
             if changed:
@@ -990,6 +1068,9 @@ REVIEW_ATTRS = ("__globals__", "__code__", "__closure__", "__subclasses__",
                 "__reduce_ex__", "read_text", "read_bytes", "FileIO",
                 "fdopen", "addaudithook", "get_type_hints", "ForwardRef",
                 "resolve_name", "get_field", "Formatter")
+# a container's methods that put something into it
+FILLS = ("append", "extend", "insert", "update", "setdefault", "add",
+         "__setitem__", "appendleft", "push")
 # methods that Python or torch call on their own (when an object is freed,
 # saved, or passed to a torch function)
 REVIEW_DEFS = ("__del__", "__torch_function__", "__torch_dispatch__",
@@ -1135,9 +1216,14 @@ class Reading:
 
     @staticmethod
     def _binds(statement):
+        """The names a top-level statement binds or fills: its targets,
+        the containers it stores into or fills (``tools["f"] = ...``,
+        ``helpers.append(...)``), and a function's ``global`` names."""
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef,
                                   ast.ClassDef)):
-            return [statement.name]
+            return [statement.name] + [
+                name for node in ast.walk(statement)
+                if isinstance(node, ast.Global) for name in node.names]
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             return [(a.asname or a.name).split(".")[0]
                     for a in statement.names]
@@ -1145,6 +1231,18 @@ class Reading:
         for node in ast.walk(statement):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 targets.append(node.id)
+            elif isinstance(node, (ast.Subscript, ast.Attribute)) and \
+                    isinstance(node.ctx, ast.Store):
+                base = node.value
+                while isinstance(base, (ast.Subscript, ast.Attribute)):
+                    base = base.value
+                if isinstance(base, ast.Name):
+                    targets.append(base.id)
+            elif (isinstance(node, ast.Call)
+                  and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in FILLS
+                  and isinstance(node.func.value, ast.Name)):
+                targets.append(node.func.value.id)
         return targets
 
     def review(self, cell, line, what, check=None):
@@ -1178,6 +1276,9 @@ class Reading:
                                         f"{node.module}.{a.name}")
             elif isinstance(node, ast.Name) and node.id in REVIEW_NAMES:
                 self.review(cell, line, f"uses {node.id}")
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                self.review(cell, line, "binds " + ", ".join(node.names)
+                            + " from inside a function (global)")
             elif (isinstance(node, ast.Name)
                   and node.id in ("getattr", "hasattr")
                   and id(node) not in called):
@@ -1897,6 +1998,18 @@ def verify(cells, grading=GRADING, python=None, timeout=1200):
             judge_process.wait()
             err.close()
     findings = ready["findings"]
+    tests = {c["grade_id"]: c for c in cells if c["kind"] == "test"}
+    for grade_id, outs in (outcomes or {}).items():
+        entered = sorted({label for o in outs if isinstance(o, dict)
+                          for label in o.get("mha", [])}) if isinstance(
+                              outs, list) else []
+        for label in entered:
+            findings = [*findings, {
+                "level": "review", "cell": None, "line": None,
+                "check": grade_id, "what": (
+                    f"{tests.get(grade_id, {}).get('fn', 'the function')} "
+                    f"ran {label}, of the package: is it the package's "
+                    "answer?")}]
     if outcomes is False:
         findings = [*findings, {"level": "review", "cell": None,
                                 "line": None, "check": None, "what": (

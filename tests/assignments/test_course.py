@@ -255,12 +255,16 @@ def solved(course, chapter):
     return {name: (fn, namespace) for name, fn in found.items()}
 
 
+LAST = {}  # the outcomes of the last call of graded
+
+
 def graded(course, name, fn):
     """The course grader, in this process: (passed, report)."""
     grading = str(course / "grading")
     check = grader.spec(name, grading)
     outcomes = grader.run(check, fn, grader.build_cases(
         check, grader.seed(name, grading)))
+    LAST["outcomes"] = outcomes
     result = grader.judge(name, json.loads(json.dumps(outcomes)), grading)
     return result["passed"], result["report"]
 
@@ -278,6 +282,9 @@ def test_the_grade_gives_the_books_solutions_full_marks_and_stubs_none(
         passed, report = graded(course, name, namespace[fn])
         assert passed, report
         assert "course case" in report or name.startswith("course:")
+        # the book's solution enters none of the package's functions it
+        # should not (the verification would flag it)
+        assert not [o["mha"] for o in LAST["outcomes"] if o["mha"]], name
         passed, report = graded(course, name, stub)
         assert not passed and "not written yet" in report
     capsys.readouterr()
@@ -550,6 +557,60 @@ def my_causal_mask(num_queries, num_keys):
                                    (1, 1, num_queries, num_keys), None)
 """
 
+# the fifth lecturer's review: names hidden in containers and globals, and
+# a forbidden function handed to one of the package's that calls it
+G3 = """\
+tools = {}
+tools["normalise"] = mha.functional.masked_softmax
+
+
+def my_softmax(scores):
+    return tools["normalise"](scores)
+"""
+G1B = """\
+def _setup():
+    global my_softmax
+    my_softmax = lambda s: mha.functional.masked_softmax(s, None)
+
+
+_setup()
+"""
+S1 = """\
+tools = {}
+tools["normalise"] = torch.softmax
+tools["measure"] = mha.backends.peak_memory
+
+
+def my_softmax(scores):
+    weights, _ = tools["measure"](tools["normalise"], scores, -1)
+    return weights
+"""
+S3 = """\
+kit = {}
+kit["mask"] = mha.masks.causal_mask
+kit["measure"] = mha.backends.peak_memory
+
+
+def my_causal_mask(num_queries, num_keys):
+    mask, _ = kit["measure"](kit["mask"], num_queries, num_keys)
+    return mask
+"""
+S8 = """\
+helpers = []
+helpers.append(mha.backends.peak_memory)
+helpers.append(torch.nn.functional.scaled_dot_product_attention)
+
+
+def my_masked_softmax(scores, valid_lens):
+    B, Lq, Lk = scores.shape
+    allowed = torch.arange(Lk) < valid_lens.reshape(B, -1, 1)
+    eye = torch.eye(Lk).expand(B, Lk, Lk)
+    out, _ = helpers[0](helpers[1], torch.zeros(B, Lq, 1),
+                        torch.zeros(B, Lk, 1), eye,
+                        attn_mask=scores.masked_fill(~allowed, float("-inf")))
+    return torch.nan_to_num(out) * allowed
+"""
+
 READINGS = {
     "right, a local named softmax, torch's own outside the function": (
         "softmax", """\
@@ -714,12 +775,12 @@ def my_masked_softmax(scores, valid_lens):
                                                       False, ["imports operator"]),
     "torch.save patched inside the function": ("softmax", N3, "my_softmax", True,
                                                ["__setattr__"]),
-    "torch.save patched, the patch out of the function's reach": (
+    "torch.save patched, the patch kept in a dict": (
         "softmax", N3.replace("\n\n\ndef my_softmax",
                               '\n\n\n_T["fix"] = _fix\n\n\ndef my_softmax').replace(
             "torch, \"save\", _fix", "torch, \"save\", _T[\"fix\"]"),
-        "my_softmax", False, ["__setattr__"]),
-    "the course's secret read through /proc": ("softmax", N4, "my_softmax", False,
+        "my_softmax", True, ["__setattr__"]),
+    "the course's secret read through /proc": ("softmax", N4, "my_softmax", True,
                                                ["sys.path", "os.getppid", "/proc/",
                                                 "imports mha_grader"]),
     # the third lecturer's review
@@ -773,6 +834,17 @@ def my_softmax(scores):
     e = (scores - scores.amax(dim=-1, keepdim=True)).exp()
     return e / e.sum(dim=-1, keepdim=True)
 """, "my_softmax", False, []),
+    # the fifth lecturer's review
+    "the package's masked softmax kept in a dict": ("softmax", G3, "my_softmax",
+                                                    True, []),
+    "the function bound by global in a setup function": (
+        "softmax", G1B, "my_softmax", True, ["binds my_softmax from inside"]),
+    "torch's softmax handed to the package's peak_memory": (
+        "softmax", S1, "my_softmax", True, ["peak_memory"]),
+    "the package's causal mask handed to peak_memory": (
+        "causal_mask", S3, "my_causal_mask", True, ["peak_memory"]),
+    "attention appended to a list, handed to peak_memory": (
+        "masked_softmax", S8, "my_masked_softmax", True, ["peak_memory"]),
     "getattr passed to reduce": ("softmax", """\
 import functools
 
@@ -821,7 +893,8 @@ def test_the_kernel_catches_what_the_second_review_got_past_it(course):
                        (N3, "changed torch.save"),
                        (C4, "calls torch.nn.functional.softmax"),
                        (C2, "cross_entropy"),
-                       (G1, "switches off the grader's watch")):
+                       (G1, "switches off the grader's watch"),
+                       (S1, "calls torch.softmax")):
         saved = torch.save
         try:
             passed, report = graded(course, "softmax",
@@ -833,6 +906,35 @@ def test_the_kernel_catches_what_the_second_review_got_past_it(course):
                             answer(C7, "my_masked_softmax"))
     assert not passed
     assert "calls mha.functional.masked_softmax" in " ".join(report.split())
+    passed, report = graded(course, "causal_mask",
+                            answer(S3, "my_causal_mask"))
+    assert not passed and "calls mha.masks.causal_mask" in " ".join(
+        report.split())
+
+
+def test_the_verification_flags_the_packages_functions_a_run_entered(
+        course):
+    # (a right answer that measures itself: it passes, and is flagged)
+    measured = """\
+def _mine(s):
+    e = (s - s.amax(dim=-1, keepdim=True)).exp()
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def my_softmax(scores):
+    return mha.backends.peak_memory(_mine, scores)[0]
+"""
+    cells = [{"kind": "code", "grade_id": "setup", "source": LOCKED},
+             {"kind": "answer", "grade_id": "answer-softmax",
+              "source": measured},
+             {"kind": "test", "grade_id": "check-softmax",
+              "check": "softmax", "fn": "my_softmax"}]
+    result = grader.verify(cells, str(course / "grading"), timeout=300)
+    assert result["results"]["check-softmax"]["passed"]
+    flags = [f["what"] for f in result["findings"]
+             if f["level"] == "review" and f["check"] == "check-softmax"]
+    assert "my_softmax ran mha.backends.peak_memory, of the package: is " \
+        "it the package's answer?" in flags, flags
 
 
 def test_what_a_function_returns_is_saved_as_plain_values():
