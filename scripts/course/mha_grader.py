@@ -621,7 +621,7 @@ class _Watch:
         self.torch = os.path.dirname(os.path.abspath(torch.__file__)) + \
             os.sep
         self.grader = os.path.abspath(__file__)
-        self.called = None
+        self.called, self.in_torch = None, 0
 
     def torch_call(self, func):
         """A torch function is called (from its function mode)."""
@@ -637,8 +637,7 @@ class _Watch:
         while frame is not None and os.path.abspath(
                 frame.f_code.co_filename).startswith(self.torch):
             frame = frame.f_back  # torch's Python wrappers (F.softmax)
-        if self._from_student(frame, func):
-            self.called = label
+        self.called = label  # whoever calls it: the student's function runs
 
     def _from_student(self, frame, target=None):
         """Whether the call (of ``target``) made in ``frame`` is the
@@ -666,11 +665,13 @@ class _Watch:
             path = os.path.abspath(code.co_filename)
             mine = self.mha_code[code] = (
                 path.startswith(self.libraries[0]) and path != self.runner)
+        caller = frame.f_back
         if (not mine or code in self.allowed or code in self.given
                 or any(v is frame.f_locals.get("self")
                        for v in self.given.values())
-                or not self._from_student(frame.f_back)):
-            return
+                or caller is None or os.path.abspath(
+                    caller.f_code.co_filename).startswith(self.libraries[0])):
+            return  # (mha's own calls of itself are not noted)
         label = (f"{frame.f_globals.get('__name__', 'mha')}."
                  f"{getattr(code, 'co_qualname', code.co_name)}")
         if label not in self.mha_calls:
@@ -682,9 +683,12 @@ class _Watch:
         if self.called:
             return
         if event == "call" and frame.f_code in self.codes:
-            if self._from_student(frame.f_back, frame.f_code):
-                self.called = self.codes[frame.f_code]
-        elif event == "c_call" and self._from_student(frame, arg):
+            self.called = self.codes[frame.f_code]
+        elif event == "call" and self.in_torch and self._from_student(frame):
+            self.called = ("!runs Python code of its own inside a torch "
+                           "operation, where the watch cannot see it "
+                           f"({frame.f_code.co_name}, called by torch)")
+        elif event == "c_call":
             if id(arg) in self.builtins:
                 self.called = self.builtins[id(arg)]
             for owner, method, label in self.methods:
@@ -710,7 +714,7 @@ class _Watch:
         switching the profiler (or a tracer) off or over."""
         if not self.own and event in ("sys.setprofile", "sys.settrace"):
             self.called = self.called or (
-                f"{event}, which switches off the grader's watch")
+                f"!calls {event}, which switches off the grader's watch")
 
     def __enter__(self):
         global _AUDITED
@@ -789,7 +793,11 @@ def _torch_mode(watch):
     class Mode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             watch.torch_call(func)
-            return func(*args, **(kwargs or {}))
+            watch.in_torch += 1  # this mode is off until func returns
+            try:
+                return func(*args, **(kwargs or {}))
+            finally:
+                watch.in_torch -= 1
 
     return Mode()
 
@@ -916,7 +924,9 @@ def run(check, fn, cases):
                                "cannot be graded: return tensors, numbers, "
                                "tuples or lists")
         banned = banned or watch.called
-        if banned:
+        if banned and banned.startswith("!"):  # a way round the watch
+            message = f"{banned[1:]}: not graded"
+        elif banned:
             message = (f"calls {banned}, which does what this exercise asks "
                        "you to write: write it yourself")
         rebound = _tampered(kept)
@@ -1056,7 +1066,7 @@ REVIEW_DOTTED = ("sys.setprofile", "sys.settrace", "sys.modules",
                  "os.getppid", "os.listdir", "os.scandir", "os.walk",
                  "torch.overrides", "torch.utils._python_dispatch",
                  "torch.jit", "torch.library", "torch.ops",
-                 "torch.utils.cpp_extension")
+                 "torch.utils.cpp_extension", "logging.config")
 REVIEW_ATTRS = ("__globals__", "__code__", "__closure__", "__subclasses__",
                 "__builtins__", "__dict__", "__class__", "f_back",
                 "f_globals", "f_locals", "write_text", "write_bytes",
@@ -1067,7 +1077,8 @@ REVIEW_ATTRS = ("__globals__", "__code__", "__closure__", "__subclasses__",
                 "__mro__", "__bases__", "__base__", "__reduce__",
                 "__reduce_ex__", "read_text", "read_bytes", "FileIO",
                 "fdopen", "addaudithook", "get_type_hints", "ForwardRef",
-                "resolve_name", "get_field", "Formatter")
+                "resolve_name", "get_field", "Formatter", "apply_", "map_",
+                "map2_")
 # a container's methods that put something into it
 FILLS = ("append", "extend", "insert", "update", "setdefault", "add",
          "__setitem__", "appendleft", "push")
@@ -1091,7 +1102,8 @@ REVIEW_MAGICS = ("system", "getoutput", "writefile", "bash", "sh", "script",
 SOFTMAX_LIKE = re.compile(
     r"soft_?(max|min)|logsumexp|attention|distribution|categorical|"
     r"cross_entropy|nll_loss|kl_div|gumbel|autograd|^grad$|backward|jit|"
-    r"^compile$|logits", re.I)
+    r"^compile$|logits|^vjp$|^jvp$|^jac(rev|fwd)$|hessian|logcumsumexp|"
+    r"^func$", re.I)
 # and these torch functions, called by it, score 0
 BANNED_IN_SOFTMAX = re.compile(r"soft_?(max|min)|attention|cross_entropy|"
                                r"nll_loss|gumbel", re.I)
@@ -1243,6 +1255,8 @@ class Reading:
                   and node.func.attr in FILLS
                   and isinstance(node.func.value, ast.Name)):
                 targets.append(node.func.value.id)
+                if node.args and isinstance(node.args[0], ast.Name):
+                    targets.append(node.args[0].id)  # dict.update(kit, f=)
         return targets
 
     def review(self, cell, line, what, check=None):
@@ -1276,6 +1290,11 @@ class Reading:
                                         f"{node.module}.{a.name}")
             elif isinstance(node, ast.Name) and node.id in REVIEW_NAMES:
                 self.review(cell, line, f"uses {node.id}")
+            elif (isinstance(node, ast.Call)
+                  and isinstance(node.func, ast.Name)
+                  and node.func.id == "type" and len(node.args) == 3):
+                self.review(cell, line, "makes a class with type(name, "
+                            "bases, namespace)")
             elif isinstance(node, (ast.Global, ast.Nonlocal)):
                 self.review(cell, line, "binds " + ", ".join(node.names)
                             + " from inside a function (global)")
@@ -1452,6 +1471,26 @@ class Reading:
                     for attr in node.kwd_attrs:
                         named(cell, line, f"case ...({attr}=...)", attr,
                               attribute=True)
+        reached = {id(statement) for _, statement in self.reached(fn)}
+        for cell, tree, _ in self.answers:  # the rest of the answer cells
+            for statement in tree.body:
+                if id(statement) in reached:
+                    continue
+                for node in ast.walk(statement):
+                    short = (node.attr if isinstance(node, ast.Attribute)
+                             else node.id if isinstance(node, ast.Name)
+                             else None)
+                    if short in last and short not in self.defs:
+                        label = (_dotted(node, self.imports) or short
+                                 if isinstance(node, ast.Attribute) else
+                                 self.imports.get(short, short))
+                        found.append({
+                            "level": "review", "cell": cell,
+                            "line": getattr(node, "lineno", None),
+                            "check": grade_id, "what": (
+                                f"an answer cell names {label}, which {fn} "
+                                "may not call, outside it: does it reach "
+                                f"{fn}?")})
         unique = []
         for finding in found:
             if finding not in unique:

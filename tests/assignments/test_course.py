@@ -611,6 +611,69 @@ def my_masked_softmax(scores, valid_lens):
     return torch.nan_to_num(out) * allowed
 """
 
+# the sixth review: a module whose forward is the answer, a callback that
+# torch runs, a resolver from logging, the gradient of a log-sum-exp
+CM_A = """\
+kit = {}
+dict.update(kit, f=mha.masks.causal_mask)
+
+
+def my_causal_mask(num_queries, num_keys):
+    M = type("M", (torch.nn.Module,), {"forward": staticmethod(kit["f"])})
+    return M()(num_queries, num_keys)
+"""
+SM_A = """\
+kit = {}
+dict.update(kit, n=torch.softmax, m=mha.backends.peak_memory)
+
+
+def my_softmax(scores):
+    inner = type("A", (torch.nn.Module,), {"forward": staticmethod(kit["n"])})
+    outer = type("B", (torch.nn.Module,), {"forward": staticmethod(kit["m"])})
+    weights, _ = outer()(inner(), scores, -1)
+    return weights
+"""
+SM_B = """\
+kit = {}
+dict.update(kit, n=torch.softmax)
+
+
+def my_softmax(scores):
+    out = []
+
+    def once(v):
+        if not out:
+            out.extend(map(kit["n"], [scores], [-1]))
+        return v
+
+    torch.zeros(1).apply_(once)
+    return out[0]
+"""
+SM_C = """\
+import logging.config
+
+
+def my_softmax(scores):
+    f = logging.config.BaseConfigurator({}).resolve("torch.soft" + "max")
+    out = []
+
+    def once(v):
+        if not out:
+            out.extend(map(f, [scores], [-1]))
+        return v
+
+    torch.zeros(1).apply_(once)
+    return out[0]
+"""
+SM_D = """\
+def my_softmax(scores):
+    def lse(x):
+        return torch.logcumsumexp(x, dim=-1)[..., -1]
+    _, pull = torch.func.vjp(lse, scores)
+    (g,) = pull(torch.ones(scores.shape[:-1], dtype=scores.dtype))
+    return g
+"""
+
 READINGS = {
     "right, a local named softmax, torch's own outside the function": (
         "softmax", """\
@@ -621,7 +684,7 @@ def my_softmax(scores):
 
 
 print(torch.softmax(torch.zeros(3), dim=-1))  # my own check
-""", "my_softmax", False, []),
+""", "my_softmax", False, ["an answer cell names torch.softmax"]),
     "a helper of its own called softmax": ("softmax", """\
 def softmax(x):
     e = (x - x.amax(dim=-1, keepdim=True)).exp()
@@ -845,6 +908,27 @@ def my_softmax(scores):
         "causal_mask", S3, "my_causal_mask", True, ["peak_memory"]),
     "attention appended to a list, handed to peak_memory": (
         "masked_softmax", S8, "my_masked_softmax", True, ["peak_memory"]),
+    # the sixth review
+    "a module whose forward is the package's causal mask": (
+        "causal_mask", CM_A, "my_causal_mask", True, ["type(name, bases"]),
+    "torch's softmax as a module's forward, through peak_memory": (
+        "softmax", SM_A, "my_softmax", True, ["type(name, bases"]),
+    "a callback torch runs (apply_), calling softmax through map": (
+        "softmax", SM_B, "my_softmax", True, ["apply_"]),
+    "logging.config resolving a name": ("softmax", SM_C, "my_softmax", False,
+                                        ["logging.config", "apply_"]),
+    "the gradient of a log-sum-exp": ("softmax", SM_D, "my_softmax", False,
+                                      ["torch.func.vjp", "logcumsumexp"]),
+    "torch's softmax named outside the function (a check of one's own)": (
+        "softmax", """\
+def my_softmax(scores):
+    e = (scores - scores.amax(dim=-1, keepdim=True)).exp()
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+x = torch.randn(3)
+assert torch.allclose(my_softmax(x), torch.softmax(x, dim=-1))
+""", "my_softmax", False, ["an answer cell names torch.softmax"]),
     "getattr passed to reduce": ("softmax", """\
 import functools
 
@@ -894,7 +978,10 @@ def test_the_kernel_catches_what_the_second_review_got_past_it(course):
                        (C4, "calls torch.nn.functional.softmax"),
                        (C2, "cross_entropy"),
                        (G1, "switches off the grader's watch"),
-                       (S1, "calls torch.softmax")):
+                       (S1, "calls torch.softmax"),
+                       (SM_A, "calls torch.softmax"),
+                       (SM_B, "where the watch cannot see it"),
+                       (SM_C, "where the watch cannot see it")):
         saved = torch.save
         try:
             passed, report = graded(course, "softmax",
@@ -906,10 +993,11 @@ def test_the_kernel_catches_what_the_second_review_got_past_it(course):
                             answer(C7, "my_masked_softmax"))
     assert not passed
     assert "calls mha.functional.masked_softmax" in " ".join(report.split())
-    passed, report = graded(course, "causal_mask",
-                            answer(S3, "my_causal_mask"))
-    assert not passed and "calls mha.masks.causal_mask" in " ".join(
-        report.split())
+    for text in (S3, CM_A):
+        passed, report = graded(course, "causal_mask",
+                                answer(text, "my_causal_mask"))
+        assert not passed and "calls mha.masks.causal_mask" in " ".join(
+            report.split())
 
 
 def test_the_verification_flags_the_packages_functions_a_run_entered(
