@@ -817,7 +817,8 @@ def _keep():
     names = {torch: ("save", "load", "is_tensor", "Tensor"),
              io: ("BytesIO",), b64: ("b64encode",), json: ("dump", "dumps"),
              hmac: ("new", "compare_digest"), hashlib: ("sha256",),
-             sys: ("setprofile", "getprofile", "_getframe"),
+             sys: ("setprofile", "getprofile", "_getframe",
+                   "_current_frames"),
              os: ("path", "getcwd"),
              ex: ("_call", "_clone", "_changed_inputs", "_describe",
                   "_Stub", "_Timeout", "_reader_state_kept"),
@@ -829,6 +830,24 @@ def _keep():
     kept += [(mine, name, value) for name, value in list(mine.items())
              if callable(value) and not name.startswith("__")]
     return kept
+
+
+def _other_threads():
+    """The Python threads alive beside this one (tqdm's monitor, started by
+    a chapter's training loop, excepted): in the verification's process,
+    only the student's code starts one."""
+    import threading
+
+    frames = _original(sys, "_current_frames")()
+    me = threading.get_ident()
+    names = []
+    for ident in frames:
+        thread = threading._active.get(ident)
+        if ident == me or (thread is not None and type(
+                thread).__module__.startswith("tqdm")):
+            continue
+        names.append(getattr(thread, "name", f"thread {ident}"))
+    return names
 
 
 def _original(owner, name):
@@ -929,6 +948,11 @@ def run(check, fn, cases):
         elif banned:
             message = (f"calls {banned}, which does what this exercise asks "
                        "you to write: write it yourself")
+        threads = _other_threads() if _KEPT else []
+        if threads and not message:
+            message = (f"other Python threads ran beside the function "
+                       f"({', '.join(threads[:3])}), where the watch cannot "
+                       "see them: not graded")
         rebound = _tampered(kept)
         if rebound:
             message = (f"the code changed {', '.join(rebound[:3])}, which "
@@ -1066,7 +1090,9 @@ REVIEW_DOTTED = ("sys.setprofile", "sys.settrace", "sys.modules",
                  "os.getppid", "os.listdir", "os.scandir", "os.walk",
                  "torch.overrides", "torch.utils._python_dispatch",
                  "torch.jit", "torch.library", "torch.ops",
-                 "torch.utils.cpp_extension", "logging.config")
+                 "torch.utils.cpp_extension", "logging.config",
+                 "torch.load", "torch.utils.benchmark", "torch.serialization",
+                 "torch.package", "functools.singledispatch")
 REVIEW_ATTRS = ("__globals__", "__code__", "__closure__", "__subclasses__",
                 "__builtins__", "__dict__", "__class__", "f_back",
                 "f_globals", "f_locals", "write_text", "write_bytes",
@@ -1154,6 +1180,21 @@ def _dotted(node, imports):
         return None
     base = imports.get(node.id, node.id)
     return ".".join([base, *reversed(parts)])
+
+
+def _is_code(text):
+    """Whether a string is Python code that calls or looks something up
+    (``"kit.append(__import__('torch').softmax)"``), not prose."""
+    if len(text) < 6 or not re.search(r"[.(]", text):
+        return False
+    try:
+        tree = ast.parse(text.strip())
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return any(isinstance(n, (ast.Call, ast.Import, ast.ImportFrom))
+               or (isinstance(n, ast.Attribute)
+                   and isinstance(n.value, ast.Name))
+               for n in ast.walk(tree))
 
 
 def _module(dotted):
@@ -1333,6 +1374,16 @@ class Reading:
                                for d in REVIEW_DOTTED)):
                     self.review(cell, line, f"uses getattr(..., {name!r})"
                                 + (f" ({dotted})" if base else ""))
+            elif (isinstance(node, ast.arg) and isinstance(
+                    node.annotation, ast.Constant)) or (isinstance(
+                        node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and isinstance(node.returns, ast.Constant)):
+                self.review(cell, line, "annotates with a string (which "
+                            "typing.get_type_hints runs as code)")
+            elif (isinstance(node, ast.Constant)
+                  and isinstance(node.value, str) and _is_code(node.value)):
+                self.review(cell, line, "holds Python code in a string: "
+                            f"{node.value[:60]!r}")
             elif (isinstance(node, ast.Constant)
                   and isinstance(node.value, str)
                   and ("/proc/" in node.value

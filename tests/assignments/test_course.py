@@ -674,6 +674,49 @@ def my_softmax(scores):
     return g
 """
 
+# the seventh review: code in a string annotation (run by
+# typing.get_type_hints through functools.singledispatch), a benchmark's
+# statement, a pickle; the answer computed in a thread of its own
+A7 = """\
+import functools
+
+kit = []
+
+
+def _note(x: "kit.append(__import__('torch').softmax) or kit.append(__import__('concurrent.futures').futures.ThreadPoolExecutor(1)) or int"):
+    pass
+
+
+functools.singledispatch(print).register(_note)
+
+
+def my_softmax(scores):
+    return kit[1].submit(kit[0], scores, -1).result()
+"""
+D7 = """\
+import torch.utils.benchmark
+
+box = []
+torch.utils.benchmark.Timer(
+    stmt="box.append(__import__('torch').softmax)",
+    globals={"box": box}).timeit(1)
+
+
+def my_softmax(scores):
+    return box[0](scores, -1)
+"""
+F7 = """\
+import base64
+import io
+
+_mask = torch.load(io.BytesIO(base64.b64decode(_blob)), weights_only=False)
+_table = {(q, k): _mask(q, k) for q in range(1, 40) for k in range(1, 40)}
+
+
+def my_causal_mask(num_queries, num_keys):
+    return _table[num_queries, num_keys].clone()
+"""
+
 READINGS = {
     "right, a local named softmax, torch's own outside the function": (
         "softmax", """\
@@ -929,6 +972,16 @@ def my_softmax(scores):
 x = torch.randn(3)
 assert torch.allclose(my_softmax(x), torch.softmax(x, dim=-1))
 """, "my_softmax", False, ["an answer cell names torch.softmax"]),
+    # the seventh review
+    "code in a string annotation, a thread of its own": (
+        "softmax", A7, "my_softmax", False,
+        ["annotates with a string", "Python code in a string",
+         "functools.singledispatch"]),
+    "code in a benchmark's statement": ("softmax", D7, "my_softmax", False,
+                                        ["torch.utils.benchmark",
+                                         "Python code in a string"]),
+    "a function from a pickle": ("causal_mask", F7, "my_causal_mask", False,
+                                 ["torch.load"]),
     "getattr passed to reduce": ("softmax", """\
 import functools
 
@@ -1023,6 +1076,17 @@ def my_softmax(scores):
              if f["level"] == "review" and f["check"] == "check-softmax"]
     assert "my_softmax ran mha.backends.peak_memory, of the package: is " \
         "it the package's answer?" in flags, flags
+
+
+def test_a_thread_beside_the_function_fails_the_verification(course):
+    cells = [{"kind": "code", "grade_id": "setup", "source": LOCKED},
+             {"kind": "answer", "grade_id": "answer-softmax", "source": A7},
+             {"kind": "test", "grade_id": "check-softmax",
+              "check": "softmax", "fn": "my_softmax"}]
+    result = grader.verify(cells, str(course / "grading"), timeout=300)
+    report = " ".join(result["results"]["check-softmax"]["report"].split())
+    assert not result["results"]["check-softmax"]["passed"]
+    assert "other Python threads ran beside the function" in report, report
 
 
 def test_what_a_function_returns_is_saved_as_plain_values():
