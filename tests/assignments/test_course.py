@@ -1065,12 +1065,7 @@ def _mine(s):
 def my_softmax(scores):
     return mha.backends.peak_memory(_mine, scores)[0]
 """
-    cells = [{"kind": "code", "grade_id": "setup", "source": LOCKED},
-             {"kind": "answer", "grade_id": "answer-softmax",
-              "source": measured},
-             {"kind": "test", "grade_id": "check-softmax",
-              "check": "softmax", "fn": "my_softmax"}]
-    result = grader.verify(cells, str(course / "grading"), timeout=300)
+    result = verified(course, measured)
     assert result["results"]["check-softmax"]["passed"]
     flags = [f["what"] for f in result["findings"]
              if f["level"] == "review" and f["check"] == "check-softmax"]
@@ -1079,11 +1074,7 @@ def my_softmax(scores):
 
 
 def test_a_thread_beside_the_function_fails_the_verification(course):
-    cells = [{"kind": "code", "grade_id": "setup", "source": LOCKED},
-             {"kind": "answer", "grade_id": "answer-softmax", "source": A7},
-             {"kind": "test", "grade_id": "check-softmax",
-              "check": "softmax", "fn": "my_softmax"}]
-    result = grader.verify(cells, str(course / "grading"), timeout=300)
+    result = verified(course, A7)
     report = " ".join(result["results"]["check-softmax"]["report"].split())
     assert not result["results"]["check-softmax"]["passed"]
     assert "other Python threads ran beside the function" in report, report
@@ -1116,14 +1107,21 @@ def test_what_a_function_returns_is_saved_as_plain_values():
 def test_a_rebinding_after_the_last_check_changes_nothing(course):
     # C8 rebinds json.dump from a finalizer, after the grader's check: the
     # verification writes with what it kept before the student's code ran
-    cells = [{"kind": "code", "grade_id": "setup", "source": LOCKED},
-             {"kind": "answer", "grade_id": "answer-softmax", "source": C8},
-             {"kind": "test", "grade_id": "check-softmax",
-              "check": "softmax", "fn": "my_softmax"}]
-    result = grader.verify(cells, str(course / "grading"), timeout=300)
+    result = verified(course, C8)
     assert not result["results"]["check-softmax"]["passed"]
     flags = " ".join(f["what"] for f in result["findings"])
     assert "defines __del__" in flags and "pydoc" in flags
+
+
+def verified(course, source, check="softmax", fn="my_softmax"):
+    """The verification of one answer cell (after the chapter's imports)
+    and its test cell, ``check-<check>``."""
+    cells = [{"kind": "code", "grade_id": "setup", "source": LOCKED},
+             {"kind": "answer", "grade_id": f"answer-{check}",
+              "source": source},
+             {"kind": "test", "grade_id": f"check-{check}", "check": check,
+              "fn": fn}]
+    return grader.verify(cells, str(course / "grading"), timeout=300)
 
 
 def test_the_verification_runs_the_students_code_in_a_sandbox(course):
@@ -1172,12 +1170,7 @@ def _last_word():
     print("PROBE exit handler ran")
 """
     before = (grading / "mha_grader.py").read_bytes()
-    cells = [{"kind": "code", "grade_id": "setup", "source": LOCKED},
-             {"kind": "answer", "grade_id": "answer-softmax",
-              "source": N4 + probes},
-             {"kind": "test", "grade_id": "check-softmax",
-              "check": "softmax", "fn": "my_softmax"}]
-    result = grader.verify(cells, str(grading), timeout=300)
+    result = verified(course, N4 + probes)
     log = result["run"]["log"]
     assert result["run"]["sandbox"] >= 1
     assert "could not read the secret:" in log, log
@@ -1215,13 +1208,8 @@ def test_the_students_process_cannot_write_its_own_outcomes():
 
 def test_code_too_deep_to_read_scores_0(course):
     deep = "x = " + "a." * 3000 + "b\n"
-    cells = [{"kind": "code", "grade_id": "setup", "source": LOCKED},
-             {"kind": "answer", "grade_id": "answer-softmax", "source":
-              "def my_softmax(scores):\n    return scores.softmax(-1)\n"
-              + deep},
-             {"kind": "test", "grade_id": "check-softmax",
-              "check": "softmax", "fn": "my_softmax"}]
-    result = grader.verify(cells, str(course / "grading"), timeout=300)
+    result = verified(course, "def my_softmax(scores):\n"
+                              "    return scores.softmax(-1)\n" + deep)
     zeros = [f for f in result["findings"] if f["level"] == "zero"]
     assert zeros and zeros[0]["check"] == "check-softmax"
     assert "cannot be read" in zeros[0]["what"]
