@@ -12,9 +12,9 @@ calls ``grade(check, the student's function)``, in the notebook's kernel:
    in the book and in the public checks are not the graded ones.
 2. It calls the student's function on every case in the notebook's kernel
    (the function may use the chapter's earlier cells), with a time limit,
-   and notes a direct call of the package's own answer to the exercise
-   (``FORBIDDEN``, e.g. ``mha.masked_softmax`` when the exercise is to
-   write the masked softmax).
+   and notes any call, while it runs, of the package's own answer to the
+   exercise (``FORBIDDEN``, e.g. ``mha.masked_softmax`` when the exercise
+   is to write the masked softmax).
 3. It saves what the function returned and judges it in a fresh Python
    process (``python -I mha_grader.py judge CHECK FILE``): the expected
    values come from the package's reference, or a course question's own
@@ -582,11 +582,11 @@ def _standard_library(path):
 
 
 class _Watch:
-    """Notes the first direct call of a forbidden function from the
-    student's code (or from the runner that calls it), not from a library
-    function the student may use: a profiler sees Python's calls and those
-    of C functions made from Python, and a torch function mode every call
-    of a torch function, from C too (``map``, ``operator``)."""
+    """Notes the first call of a forbidden function while the student's
+    function runs, whoever makes it: a profiler sees Python's calls and
+    those of C functions made from Python, a torch function mode every call
+    of a torch function, from C too (``map``, ``operator``); and notes the
+    functions of mha the student's code enters."""
 
     def __init__(self, forbidden, allowed=None, given=()):
         self.codes, self.builtins, self.methods = {}, {}, []
@@ -616,10 +616,6 @@ class _Watch:
         # a softmax exercise: any library softmax or attention is banned
         self.family = bool(last & SOFTMAX_FAMILY)
         self.libraries, self.runner = _library_dirs()
-        import torch
-
-        self.torch = os.path.dirname(os.path.abspath(torch.__file__)) + \
-            os.sep
         self.grader = os.path.abspath(__file__)
         self.called, self.in_torch = None, 0
 
@@ -631,28 +627,20 @@ class _Watch:
         name = getattr(func, "__name__", "")
         if label is None and self.family and BANNED_IN_SOFTMAX.search(name):
             label = f"torch's {name}"
-        if label is None:
-            return
-        frame = sys._getframe(2)  # the mode's own frame, then its caller
-        while frame is not None and os.path.abspath(
-                frame.f_code.co_filename).startswith(self.torch):
-            frame = frame.f_back  # torch's Python wrappers (F.softmax)
-        self.called = label  # whoever calls it: the student's function runs
+        if label is not None:  # whoever calls it: the student's runs
+            self.called = label
 
-    def _from_student(self, frame, target=None):
-        """Whether the call (of ``target``) made in ``frame`` is the
-        student's: made by code that is neither mha's nor torch's nor the
-        grader's, the standard library's frames passed over (``functools``,
-        ``pydoc``), and so are a library's that were handed ``target``
-        (``mha.backends.peak_memory(torch.softmax, x)``)."""
+    def _from_student(self, frame):
+        """Whether ``frame`` runs the student's code: code that is neither
+        mha's nor torch's nor the grader's (the standard library's frames
+        passed over, to the code that called them)."""
         while frame is not None:
             path = os.path.abspath(frame.f_code.co_filename)
             if path == self.runner:
                 return True
             if path.startswith(self.libraries) or path == self.grader:
-                if target is None or not _handed(frame, target):
-                    return False
-            elif not _standard_library(path):
+                return False
+            if not _standard_library(path):
                 return True
             frame = frame.f_back
         return False
@@ -743,30 +731,6 @@ _WATCHING, _AUDITED = [], False  # the watches on; this file's audit hook
 def _audit(event, args):
     if _WATCHING and event.startswith("sys.set"):
         _WATCHING[-1].audit(event)
-
-
-def _handed(frame, target):
-    """Whether ``frame``'s function was handed ``target`` (a function, or
-    a code object) as an argument, alone or in a tuple, list or dict."""
-    code = frame.f_code
-    count = code.co_argcount + code.co_kwonlyargcount + bool(
-        code.co_flags & 4) + bool(code.co_flags & 8)
-
-    def matches(value):
-        while value is not None:
-            if value is target or getattr(value, "__code__", None) is target:
-                return True
-            value = getattr(value, "func", None) or getattr(
-                value, "__wrapped__", None)
-        return False
-
-    for name in code.co_varnames[:count]:
-        value = frame.f_locals.get(name)
-        values = (list(value.values()) if isinstance(value, dict) else
-                  value if isinstance(value, (tuple, list)) else [value])
-        if any(matches(v) for v in values[:64]):
-            return True
-    return False
 
 
 def _given(args):
@@ -1119,8 +1083,6 @@ REVIEW_DEFS = ("__del__", "__torch_function__", "__torch_dispatch__",
 # process's (/proc): flagged
 REVIEW_STRINGS = re.compile(r"(^|/)proc/|secret|mha_grader|mha_course|"
                             r"gradebook|nbgrader|/grading\b|exchange", re.I)
-REVIEW_MAGICS = ("system", "getoutput", "writefile", "bash", "sh", "script",
-                 "sx", "run", "load", "env", "cd", "capture", "store")
 # a softmax exercise: any of these, named by a student's function, is a
 # library's softmax (flagged unless FORBIDDEN already scores it 0)
 # (and what computes one inside: a distribution's normalised logits, the
@@ -1207,7 +1169,7 @@ def _module(dotted):
         return False
 
 
-def _private_mha(dotted):
+def _private_name(dotted):
     """Whether ``dotted`` is a private name of mha or torch (torch._C, where
     its function modes are switched off)."""
     parts = (dotted or "").split(".")
@@ -1326,7 +1288,7 @@ class Reading:
                         self.review(cell, line, f"imports {module}")
                 if isinstance(node, ast.ImportFrom):
                     for a in node.names:
-                        if _private_mha(f"{node.module}.{a.name}"):
+                        if _private_name(f"{node.module}.{a.name}"):
                             self.review(cell, line, "uses the private "
                                         f"{node.module}.{a.name}")
             elif isinstance(node, ast.Name) and node.id in REVIEW_NAMES:
@@ -1409,7 +1371,7 @@ class Reading:
                             and isinstance(base, ast.Name))):
                     self.review(cell, line, "uses "
                                 f"{dotted or ast.unparse(node)}")
-                elif _private_mha(dotted):
+                elif _private_name(dotted):
                     self.review(cell, line, f"uses the private {dotted}")
             elif isinstance(node, ast.Call) and isinstance(
                     node.func, ast.Attribute) and node.func.attr in (
@@ -1740,10 +1702,8 @@ def kernel(course, argv):
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [shadow, *filter(None, [os.environ.get("PYTHONPATH")])])
     protected = [course, os.path.dirname(connection or course)]
-    abi = sandbox(read=sorted(read) + allowed(python_dirs(argv[0]),
-                                              protected),
-                  write=[here, tmp, *DEVICES], ports=ports)
-    os.environ["MHA_SANDBOX"] = str(abi)
+    sandbox(read=sorted(read) + allowed(python_dirs(argv[0]), protected),
+            write=[here, tmp, *DEVICES], ports=ports)
     os.execv(argv[0], argv)
 
 
@@ -1929,10 +1889,10 @@ def run_cells(cells_file, cases_file, out_file):
     global _KEPT
     _KEPT = _keep()
     out = open(out_file, "w", encoding="utf-8")  # noqa: SIM115
-    abi = sandbox(read=allowed(python_dirs(), [os.path.dirname(GRADING),
-                                               os.path.dirname(out_file)]),
-                  write=[os.getcwd(), *DEVICES])
-    results = {"sandbox": abi}
+    sandbox(read=allowed(python_dirs(), [os.path.dirname(GRADING),
+                                         os.path.dirname(out_file)]),
+            write=[os.getcwd(), *DEVICES])
+    results = {}
     config = Config()
     config.HistoryManager.enabled = False
     shell = InteractiveShell.instance(config=config)
