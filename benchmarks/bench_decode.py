@@ -6,8 +6,8 @@ Shape legend: B batch, T tokens generated, D d_model, H heads, Hkv key/value hea
     python benchmarks/bench_decode.py --device cuda --lengths 256 1024 --batch 8
     python benchmarks/bench_decode.py --kv-heads 2              # grouped-query layers
 
-The model is ``mha.tiny.TinyEncoderDecoder`` with random weights (speed does not depend on them):
-``mha.decode.generate(model, src, T, use_cache=...)`` writes T tokens greedily, either feeding
+The model is ``mha_book.tiny.TinyEncoderDecoder`` with random weights (speed does not depend on them):
+``mha_book.decode.generate(model, src, T, use_cache=...)`` writes T tokens greedily, either feeding
 one token per step through a ``KVCache`` per layer, or re-running the decoder over the whole
 prefix at every step. Each repeat runs both, in alternating order, so drifts in a shared
 machine's speed hit both alike; medians are reported, with the speed-up of the cache.
@@ -21,12 +21,13 @@ import torch
 from bench_attention import device_name, sync
 
 import mha
-from mha.decode import generate
+import mha_book
+from mha_book.decode import generate
 
 
 def build(args, device, max_len):
     torch.manual_seed(0)
-    model = mha.tiny.TinyEncoderDecoder(32, 64, 16, max_len, d_model=args.d_model,
+    model = mha_book.tiny.TinyEncoderDecoder(32, 64, 16, max_len, d_model=args.d_model,
                                         num_heads=args.heads, num_layers=args.layers,
                                         d_ff=4 * args.d_model)
     if args.kv_heads != args.heads:  # grouped-query: every attention layer with Hkv heads

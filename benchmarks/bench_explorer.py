@@ -15,7 +15,7 @@ import platform
 
 import torch
 
-from mha.widgets import measure_latency
+from mha_book.widgets import measure_latency
 
 CONTROLS = ("num_heads", "num_kv_heads", "seq_len", "sentence", "d_model", "seed",
             "temperature", "mask_kind", "source")

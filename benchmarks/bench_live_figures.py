@@ -9,7 +9,7 @@ Jupyter both run); for each of its controls the script presses a key ``--presses
 time from the key press to the new picture (``data-drawn-at`` of the figure minus the keydown
 time) and the redraw's own time as the front end measured it (``data-draw-ms``: look-up or in-page
 compute, and drawing). Reported: median and worst over all presses of the figure. The Shakespeare model's
-text box (``mha.live.text_heads``, the model run in the page) is timed apart: with a text of the
+text box (``mha_book.figures.text_heads``, the model run in the page) is timed apart: with a text of the
 model's full context_length, keys typed at its end (a letter, then Backspace: the page recomputes
 the last position) and at its start (a letter, then Delete: every position), against an aim of
 100 ms from key press to picture (``TYPING_AIM_MS``). With
@@ -27,7 +27,7 @@ from pathlib import Path
 
 def figures():
     from mha import live
-    from mha.live import explorer
+    from mha_book.figures import explorer
 
     return {
         "ch01 temperature_bars": live.temperature_bars([0.3, 2.0, 1.6, -0.5], list("abcd")),

@@ -1,38 +1,37 @@
-"""mha: multi-head attention, from one head to many (the package behind the book).
+"""mha: multi-head attention, from one head to many: an attention library.
 
-Everything public is importable from here; ``mha.viz``, ``mha.widgets``, ``mha.live``,
-``mha.explore``, ``mha.counts``, ``mha.sources``, ``mha.exercises``, ``mha.tiny``, ``mha.tasks``,
-``mha.train``, ``mha.patterns``, ``mha.configs``, ``mha.decode``, ``mha.positions``,
-``mha.language_model`` and ``mha.head_scores`` are
-imported on first use, so
-``import mha`` needs only torch.
+Functions, masks, layers, caches, positions, counts, model configurations and analysis tools.
+Everything public is importable from here; ``mha.viz`` (matplotlib and seaborn), ``mha.live``
+(live figures), ``mha.counts``, ``mha.configs``, ``mha.positions`` and ``mha.head_scores`` are
+imported on first use, so ``import mha`` needs only torch. The book's own code (tasks, tiny
+models, training, the explorer, figures, exercises) is the separate package ``mha_book``, which
+imports ``mha`` and never the reverse.
 """
 
 import importlib
 
 __version__ = "0.1.0"
 
-from .backends import peak_memory, sdpa_backend
-from .blockwise import blockwise_attention, online_softmax_step
-from .cache import KVCache
-from .device import device
-from .functional import (
+from mha.backends import peak_memory, sdpa_backend
+from mha.blockwise import blockwise_attention, online_softmax_step
+from mha.cache import KVCache
+from mha.device import device
+from mha.functional import (
     masked_softmax,
     merge_heads,
     scaled_dot_product_attention,
     split_heads,
 )
-from .head import AttentionHead
-from .head_figure import head_view, save_html
-from .importance import attention_layers, head_gates, head_importance, prune_heads
-from .language_model import load_language_model
-from .latent import LatentAttention
-from .layer import MultiHeadAttention
-from .loop import MultiHeadAttentionLoop
-from .masks import causal_mask, convert_mask, valid_lens_to_mask
-from .record import record_attention
-from .relative import RelativeMultiHeadAttention
-from .rotary import RotaryMultiHeadAttention, apply_rope
+from mha.head import AttentionHead
+from mha.head_figure import head_view, save_html
+from mha.importance import attention_layers, head_gates, head_importance, prune_heads
+from mha.latent import LatentAttention
+from mha.layer import MultiHeadAttention
+from mha.loop import MultiHeadAttentionLoop
+from mha.masks import causal_mask, convert_mask, valid_lens_to_mask
+from mha.record import record_attention
+from mha.relative import RelativeMultiHeadAttention
+from mha.rotary import RotaryMultiHeadAttention, apply_rope
 
 __all__ = [
     "__version__",
@@ -48,7 +47,6 @@ __all__ = [
     "head_view",
     "KVCache",
     "LatentAttention",
-    "load_language_model",
     "masked_softmax",
     "merge_heads",
     "MultiHeadAttention",
@@ -61,13 +59,13 @@ __all__ = [
     "RotaryMultiHeadAttention",
     "save_html",
     "scaled_dot_product_attention",
+    "sinusoidal_positions",
     "sdpa_backend",
     "split_heads",
     "valid_lens_to_mask",
 ]
 
-_LAZY = ("viz", "widgets", "counts", "sources", "exercises", "tiny", "tasks", "train", "patterns",
-         "configs", "decode", "positions", "live", "explore", "language_model", "head_scores")
+_LAZY = ("viz", "counts", "configs", "positions", "live", "head_scores")
 
 
 def __getattr__(name):

@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from . import _checks
+from mha import _checks
 
 __all__ = ["blockwise_attention", "online_softmax_step"]
 

@@ -25,7 +25,7 @@ last dimension.
 
 import torch
 
-from . import _checks
+from mha import _checks
 
 __all__ = ["KVCache"]
 

@@ -17,7 +17,7 @@ no solutions, no book-only checking cells) turned into nbgrader cells:
   ``### BEGIN SOLUTION`` and ``### END SOLUTION`` (nbgrader puts
   ``raise NotImplementedError()`` there in the release); its ``check(...)``
   calls move to read-only test cells worth ``CHECK_POINTS`` each: the public
-  ``mha.exercises.check`` (students see its report), then a hidden test
+  ``mha_book.exercises.check`` (students see its report), then a hidden test
   (nbgrader's ``### BEGIN HIDDEN TESTS``, not in the release) that grades the
   function with ``grading/mha_grader.py`` (by its absolute path) on the
   course's own cases, judged in a fresh process; ``nbgrader autograde`` then
@@ -78,7 +78,7 @@ from student_notebooks import (  # noqa: E402 (the sibling script, importable fr
     strip_solutions,
 )
 
-CHECK_POINTS = 2  # one autograded test cell per mha.exercises.check
+CHECK_POINTS = 2  # one autograded test cell per mha_book.exercises.check
 QUESTION_POINTS = 1  # a written answer to a question
 EXPERIMENT_POINTS = 2  # a written report of an open experiment
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -155,7 +155,7 @@ def nbgrader_meta(grade_id, *, solution=False, grade=False, locked=False, points
 
 def check_calls(tree):
     """[(statement, check name, function name)] for the top-level statements of ``tree`` that
-    call ``check("name", fn)`` (``mha.exercises.check`` or an imported ``check``)."""
+    call ``check("name", fn)`` (``mha_book.exercises.check`` or an imported ``check``)."""
     found = []
     for statement in tree.body:
         for node in ast.walk(statement):

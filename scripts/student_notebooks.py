@@ -9,7 +9,7 @@ cell tagged ``remove-cell`` is hidden on the website but runs in the
 notebook, and these cells check the chapter's numbers, some of them the
 answers to its exercises (``book_only``; the set-up cell that installs the
 package stays). Outputs are cleared. Exercises, starter cells and
-``mha.exercises.check`` calls stay, so students still get the automatic
+``mha_book.exercises.check`` calls stay, so students still get the automatic
 checks. ``scripts/assignments.py`` (``make assignments``) builds on the same
 functions; tests/assignments/test_course.py looks for every solution's lines
 in every copy.

@@ -1,4 +1,4 @@
-"""Train the Shakespeare character model and write mha/weights/shakespeare.pt.
+"""Train the Shakespeare character model and write mha_book/weights/shakespeare.pt.
 
     python scripts/train_language_model.py                     # the shipped run (CPU, seeded)
     python scripts/train_language_model.py --steps 20 --out /tmp/lm.pt --log-every 10
@@ -8,7 +8,7 @@ every batch from a generator seeded with ``--seed``, and every ``--log-every`` s
 training loss, the validation loss and every head's previous-token and induction scores and the
 repeated-sequence losses (`mha.head_scores`), so the chapter can show when each kind of head
 appeared. The record ships inside the weights file (``info``) and in
-``mha/weights/shakespeare_log.json``. On the CPU with the same torch and thread count, a rerun
+``mha_book/weights/shakespeare_log.json``. On the CPU with the same torch and thread count, a rerun
 repeats the shipped run's logged losses; the test ``tests/test_language_model.py`` checks the
 first steps.
 """
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mha import head_scores  # noqa: E402
-from mha.language_model import VOCAB, LanguageModel, save_language_model  # noqa: E402
+from mha_book.language_model import VOCAB, LanguageModel, save_language_model  # noqa: E402
 
 CORPUS = ROOT / "data" / "shakespeare" / "corpus.txt.xz"
 REPEAT_LEN = 32  # block length of the repeated random sequences (2 x 32 <= context)
@@ -229,7 +229,7 @@ def main(argv=None) -> None:
     parser.add_argument("--d-ff", type=int, default=512, help="0: attention only")
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--out", type=Path, default=ROOT / "mha" / "weights" / "shakespeare.pt")
+    parser.add_argument("--out", type=Path, default=ROOT / "mha_book" / "weights" / "shakespeare.pt")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     config = {"context_length": args.context, "d_model": args.d_model, "d_ff": args.d_ff,

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 import mha
+import mha_book
 
 WRONG_CALLS = [0]
 
@@ -480,14 +481,14 @@ def _():
 
 @register("exercises.check")
 def _():
-    from mha.exercises import check
+    from mha_book.exercises import check
 
     def fn(x):
         return x
 
     return st.one_of(
         st.one_of(st.text(max_size=5), st.integers(), st.just(None)).filter(
-            lambda n: n not in mha.exercises.available()).map(
+            lambda n: n not in mha_book.exercises.available()).map(
             lambda n: ((lambda: check(n, fn, verbose=False)), "name")),
         st.sampled_from([None, 3, "fn", torch.ones(2)]).map(
             lambda f: ((lambda: check("softmax", f, verbose=False)), "fn")),
@@ -600,7 +601,7 @@ def _():
 
 @register("load_language_model / LanguageModel")
 def _():
-    lm = mha.load_language_model()
+    lm = mha_book.load_language_model()
     n = lm.context_length
     return st.one_of(
         st.text(alphabet="0123456789@#$%^*~<>", min_size=1, max_size=5).map(
@@ -609,10 +610,10 @@ def _():
             lambda d: ((lambda: lm(torch.zeros(1, 4, dtype=d))), "ids")),
         st.integers(n + 1, n + 40).map(
             lambda k: ((lambda: lm(torch.zeros(1, k, dtype=torch.long))), "ids")),
-        st.sampled_from([-1, len(mha.language_model.VOCAB)]).map(
+        st.sampled_from([-1, len(mha_book.language_model.VOCAB)]).map(
             lambda v: ((lambda: lm(torch.full((1, 3), v))), "ids")),
         st.sampled_from(["nope.pt", "no/such/dir.pt"]).map(
-            lambda path: ((lambda: mha.load_language_model(path)), "path")),
+            lambda path: ((lambda: mha_book.load_language_model(path)), "path")),
     )
 
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mha
-from mha.exercises import check
+from mha_book.exercises import check
 
 # float16/bfloat16: blockwise_attention computes in float32 and rounds the output once, so it is
 # within these of SDPA run in the same dtype (whose own rounding is of the same size)

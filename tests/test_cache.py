@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mha
+import mha_book
 from mha.layer import _repeat_kv
 
 TOL = {"atol": 1e-5, "rtol": 1e-5}
@@ -247,14 +248,14 @@ def test_relative_layer_rejects_cache():
 
 @pytest.fixture(scope="module")
 def translator():
-    return mha.tiny.load_pretrained("translation")
+    return mha_book.tiny.load_pretrained("translation")
 
 
 def test_decoder_with_and_without_cache_agree(translator):
-    task = mha.tasks.make_task("translation")
+    task = mha_book.tasks.make_task("translation")
     batch = task.sample(16, seed=3)
-    fast, fast_logits = mha.decode.generate(translator, batch.inputs, 12, bos=task.bos)
-    slow, slow_logits = mha.decode.generate(translator, batch.inputs, 12, bos=task.bos,
+    fast, fast_logits = mha_book.decode.generate(translator, batch.inputs, 12, bos=task.bos)
+    slow, slow_logits = mha_book.decode.generate(translator, batch.inputs, 12, bos=task.bos,
                                             use_cache=False)
     assert torch.equal(fast, slow)
     torch.testing.assert_close(fast_logits, slow_logits, atol=1e-5, rtol=1e-5)
@@ -263,16 +264,16 @@ def test_decoder_with_and_without_cache_agree(translator):
 
 
 def test_decoder_logits_match_the_model_forward(translator):
-    batch = mha.tasks.make_task("translation").sample(4, seed=0)
+    batch = mha_book.tasks.make_task("translation").sample(4, seed=0)
     memory = translator.encoder(batch.inputs)
     expected = translator(batch.inputs, batch.decoder_inputs)
-    torch.testing.assert_close(mha.decode.decoder_logits(translator, batch.decoder_inputs, memory),
+    torch.testing.assert_close(mha_book.decode.decoder_logits(translator, batch.decoder_inputs, memory),
                                expected, **TOL)
-    caches = mha.decode.new_caches(translator)  # a prefill of 5 then the rest one at a time
-    parts = [mha.decode.decoder_logits(translator, batch.decoder_inputs[:, :5], memory,
+    caches = mha_book.decode.new_caches(translator)  # a prefill of 5 then the rest one at a time
+    parts = [mha_book.decode.decoder_logits(translator, batch.decoder_inputs[:, :5], memory,
                                        caches=caches)]
     for t in range(5, 12):
-        parts.append(mha.decode.decoder_logits(translator, batch.decoder_inputs[:, t:t + 1],
+        parts.append(mha_book.decode.decoder_logits(translator, batch.decoder_inputs[:, t:t + 1],
                                                memory, caches=caches, start=t))
     torch.testing.assert_close(torch.cat(parts, dim=1), expected, **TOL)
     assert [c.keys.shape for c in caches] == [(4, 4, 12, 8)] * 2  # (B, Hkv, L, Dh) per layer
@@ -282,12 +283,12 @@ def test_decoder_logits_bad_start(translator):
     memory = translator.encoder(torch.zeros(1, 9, dtype=torch.long))
     ids = torch.zeros(1, 1, dtype=torch.long)
     with pytest.raises(ValueError, match=r"start must be 0 without caches"):
-        mha.decode.decoder_logits(translator, ids, memory, start=3)
+        mha_book.decode.decoder_logits(translator, ids, memory, start=3)
     with pytest.raises(ValueError, match=r"every cache must hold start = 2 positions"):
-        mha.decode.decoder_logits(translator, ids, memory, caches=mha.decode.new_caches(
+        mha_book.decode.decoder_logits(translator, ids, memory, caches=mha_book.decode.new_caches(
             translator), start=2)
     with pytest.raises(ValueError, match=r"exceed the model's max_len \(12\)"):
-        mha.decode.decoder_logits(translator, torch.zeros(1, 13, dtype=torch.long), memory)
+        mha_book.decode.decoder_logits(translator, torch.zeros(1, 13, dtype=torch.long), memory)
 
 
 # ---- memory arithmetic -----------------------------------------------------------------------

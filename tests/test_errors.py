@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 import mha
+import mha_book
 
 x = torch.randn(2, 5, 32)
 layer = mha.MultiHeadAttention(32, 4)
@@ -203,10 +204,10 @@ DEVICE_TAKERS = {
         32, 4, device=device),
     "relative_positions": lambda device: mha.relative.relative_positions(3, 3, 2,
                                                                       device=device),
-    "sinusoidal_positions": lambda device: mha.positions.sinusoidal_positions(4, 8,
+    "sinusoidal_positions": lambda device: mha_book.copy_back.sinusoidal_positions(4, 8,
                                                                               device=device),
-    "load_pretrained": lambda device: mha.tiny.load_pretrained("multitask", device=device),
-    "load_models": lambda device: mha.positions.load_models(device=device),
+    "load_pretrained": lambda device: mha_book.tiny.load_pretrained("multitask", device=device),
+    "load_models": lambda device: mha_book.copy_back.load_models(device=device),
 }
 
 

@@ -1,9 +1,9 @@
-"""The chapter 09 exercise check (mha/exercises/ch09_pruning.py): a greedy pruning order passes,
+"""The chapter 09 exercise check (mha_book/exercises/ch09_pruning.py): a greedy pruning order passes,
 and the mistakes readers make (one-shot ranking, forgetting removed heads) fail with a message."""
 
 import torch
 
-from mha.exercises import available, check
+from mha_book.exercises import available, check
 
 
 def run(fn):

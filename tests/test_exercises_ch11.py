@@ -1,7 +1,7 @@
-"""The chapter 11 exercise check (mha/exercises/ch11_kv_cache.py) passes a correct function and
+"""The chapter 11 exercise check (mha_book/exercises/ch11_kv_cache.py) passes a correct function and
 fails, naming the case and with a hint, on the mistakes readers make."""
 
-from mha.exercises import available, check
+from mha_book.exercises import available, check
 
 
 def solution(num_layers, num_heads, num_kv_heads, d_model, seq_len, batch_size, bytes_per_value):

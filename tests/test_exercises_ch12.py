@@ -1,10 +1,10 @@
-"""The chapter 12 exercise check (mha/exercises/ch12_rope.py) passes correct rotary embeddings
+"""The chapter 12 exercise check (mha_book/exercises/ch12_rope.py) passes correct rotary embeddings
 and fails, with a message that helps, on the usual mistakes."""
 
 import torch
 
 import mha
-from mha.exercises import available, check
+from mha_book.exercises import available, check
 
 
 def my_rope(x, positions, interleaved=False):

@@ -1,9 +1,9 @@
-"""The chapter 14 exercise check (mha/exercises/ch14_window.py) passes a correct function and
+"""The chapter 14 exercise check (mha_book/exercises/ch14_window.py) passes a correct function and
 fails, naming the mistake, on the slips readers make with a sliding window's mask."""
 
 import torch
 
-from mha.exercises import available, check
+from mha_book.exercises import available, check
 
 
 def solution(num_queries, num_keys, window):

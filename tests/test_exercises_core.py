@@ -2,8 +2,8 @@ import math
 
 import torch
 
-import mha
-from mha.exercises import Case, check, register
+import mha_book
+from mha_book.exercises import Case, check, register
 
 
 def good_attention(query, key, value, mask=None):
@@ -15,7 +15,7 @@ def good_attention(query, key, value, mask=None):
 
 
 def test_registered_core_checks():
-    assert {"softmax", "scaled_dot_product_attention"} <= set(mha.exercises.available())
+    assert {"softmax", "scaled_dot_product_attention"} <= set(mha_book.exercises.available())
 
 
 def test_correct_function_passes(capsys):

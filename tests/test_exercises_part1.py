@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import mha
-from mha.exercises import check
+import mha_book
+from mha_book.exercises import check
 
 PART1_CHECKS = ["attention_weights", "masked_softmax", "causal_mask", "attention_head"]
 
@@ -20,7 +21,7 @@ def failures_of(name, fn):
 
 
 def test_part1_checks_are_registered():
-    missing = set(PART1_CHECKS) - set(mha.exercises.available())
+    missing = set(PART1_CHECKS) - set(mha_book.exercises.available())
     assert not missing, f"checks not registered: {sorted(missing)}"
 
 

@@ -1,4 +1,4 @@
-"""The Part II exercise checks (mha/exercises/part2.py) pass the package's own functions and
+"""The Part II exercise checks (mha_book/exercises/part2.py) pass the package's own functions and
 fail, with a message that helps, on the mistakes readers really make."""
 
 import math
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import mha
-from mha.exercises import available, check
+from mha_book.exercises import available, check
 
 
 def run(name, fn):
@@ -32,7 +32,7 @@ def test_parameter_count_passes_formula():
 
 
 def test_parameter_count_reference_values():
-    from mha.exercises.part2 import _parameter_count
+    from mha_book.exercises.part2 import _parameter_count
 
     assert _parameter_count(768, 12) == 2_359_296
     assert _parameter_count(12288, 96) == 603_979_776

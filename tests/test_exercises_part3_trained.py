@@ -1,12 +1,12 @@
-"""The chapter 08 exercise checks (mha/exercises/part3_trained.py) pass the package's own functions
+"""The chapter 08 exercise checks (mha_book/exercises/part3_trained.py) pass the package's own functions
 and fail, with a message that helps, on the mistakes readers really make."""
 
 import math
 
 import torch
 
-import mha
-from mha.exercises import available, check
+import mha_book
+from mha_book.exercises import available, check
 
 
 def run(name, fn):
@@ -20,16 +20,16 @@ def test_part3_trained_checks_are_registered():
 
 def test_reference_entropy_values():
     uniform = torch.full((2, 3, 4, 9), 1 / 9)
-    assert torch.allclose(mha.tasks.attention_entropy(uniform), torch.full((3,), math.log(9)))
+    assert torch.allclose(mha_book.tasks.attention_entropy(uniform), torch.full((3,), math.log(9)))
     one_hot = torch.eye(5)[None, None]  # (1, 1, 5, 5)
-    assert mha.tasks.attention_entropy(one_hot).item() == 0.0
+    assert mha_book.tasks.attention_entropy(one_hot).item() == 0.0
     padded = torch.zeros(1, 1, 3, 4)
     padded[0, 0, 0] = 0.25  # one uniform row, two all-zero rows (left out)
-    assert math.isclose(mha.tasks.attention_entropy(padded).item(), math.log(4), rel_tol=1e-6)
+    assert math.isclose(mha_book.tasks.attention_entropy(padded).item(), math.log(4), rel_tol=1e-6)
 
 
 def test_entropy_check_passes_reference_and_xlogy_solution():
-    assert check("attention_entropy", mha.tasks.attention_entropy, verbose=False).passed
+    assert check("attention_entropy", mha_book.tasks.attention_entropy, verbose=False).passed
 
     def solution(weights):
         entropy = -torch.special.xlogy(weights, weights).sum(-1)  # (B, H, Lq)

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 import mha
-from mha.exercises import Case, check, register
+import mha_book
+from mha_book.exercises import Case, check, register
 
 
 def flat(out):
@@ -104,7 +105,7 @@ def test_sys_exit_is_reported_not_obeyed(capsys):
 
 
 def test_a_slow_function_shows_signs_of_life_and_is_stopped(capsys, monkeypatch):
-    monkeypatch.setattr(mha.exercises, "_TICK", 0.5)
+    monkeypatch.setattr(mha_book.exercises, "_TICK", 0.5)
 
     def forever(scores):
         while True:

@@ -1,11 +1,11 @@
-"""The induction-score exercise check (mha/exercises/part3_text.py): it passes the package's
+"""The induction-score exercise check (mha_book/exercises/part3_text.py): it passes the package's
 induction score and a loop written by hand, and fails, with a useful message, on the slips
 readers make (the wrong diagonal, counting the first copy)."""
 
 import torch
 
-from mha.exercises import available, check
 from mha.head_scores import induction_score
+from mha_book.exercises import available, check
 
 
 def run(fn):

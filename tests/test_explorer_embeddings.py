@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from mha import explore
+from mha_book import explore
 
 
 def test_same_word_same_vector_pad_is_zero_plus_positions():

@@ -1,4 +1,4 @@
-"""The explorer's export for the built book (mha.live.explorer) and its trained source (mha.sources).
+"""The explorer's export for the built book (mha_book.figures.explorer) and its trained source (mha_book.sources).
 
 Round trip: the data the page receives, put through the page's arithmetic (reimplemented here in
 numpy, line for line as in mha/static/live/compute.js's explorer compute: split into heads, mask, scores / (sqrt(Dh) T),
@@ -19,9 +19,10 @@ import pytest
 import torch
 
 import mha
-from mha import sources, widgets
-from mha.live import explorer as webview
+import mha_book
 from mha.live import figure as F
+from mha_book import sources, widgets
+from mha_book.figures import explorer as webview
 
 
 def decode(b64):
@@ -289,8 +290,8 @@ def test_export_covers_every_static_combination(data):
 # ----------------------------------------------------------------------------- trained source
 
 def test_trained_source_is_the_models_own_attention():
-    model = mha.tiny.load_pretrained("multitask")
-    batch = mha.tasks.make_task("multitask").sample(1, seed=2)
+    model = mha_book.tiny.load_pretrained("multitask")
+    batch = mha_book.tasks.make_task("multitask").sample(1, seed=2)
     with torch.no_grad(), mha.record_attention(model) as recorded:
         model(batch.inputs)
     for n in (0, 1):
@@ -304,8 +305,8 @@ def test_trained_source_is_the_models_own_attention():
 
 
 def test_trained_source_translator_layers_and_mask():
-    model = mha.tiny.load_pretrained("translation")
-    batch = mha.tasks.make_task("translation").sample(1, seed=1)
+    model = mha_book.tiny.load_pretrained("translation")
+    batch = mha_book.tasks.make_task("translation").sample(1, seed=1)
     with torch.no_grad(), mha.record_attention(model) as recorded:
         model(batch.inputs, batch.decoder_inputs)
     for source, (_, layer, kind) in sources.TRAINED_SOURCES.items():
@@ -345,8 +346,8 @@ def test_head_table_names_chapter_08s_heads():
 
 def test_head_table_uses_chapter_08s_inputs():
     """The explorer's scores are the numbers of chapter 08's tables: same inputs, same sums."""
-    model = mha.tiny.load_pretrained("translation")
-    task = mha.tasks.make_task("translation")
+    model = mha_book.tiny.load_pretrained("translation")
+    task = mha_book.tasks.make_task("translation")
     batch = task.sample(200, seed=1)  # chapter 08's cross-attention table
     with torch.no_grad(), mha.record_attention(model) as recorded:
         model(batch.inputs, batch.decoder_inputs)
@@ -492,9 +493,9 @@ def test_the_widgets_temperature_slider_has_the_pages_stops():
 def test_translator_notes_say_what_the_rows_are():
     """The decoder's rows are its input tokens, cross-attention's the words being written: the
     page's note and the widget's say which, the same words; other sources say nothing of it."""
-    from mha.explore import explore_once
-    from mha.live.explorer import explorer_data
-    from mha.sources import rows_said
+    from mha_book.explore import explore_once
+    from mha_book.figures.explorer import explorer_data
+    from mha_book.sources import rows_said
 
     sources = explorer_data()["sources"]
     for name in ("translator decoder: layer 0", "translator cross-attention: layer 1"):

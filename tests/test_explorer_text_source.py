@@ -1,5 +1,5 @@
 """Chapter 07's explorer on the Shakespeare model: one source per layer, the held-out
-passages (``mha.language_model.PASSAGES``) as its inputs.
+passages (``mha_book.language_model.PASSAGES``) as its inputs.
 
 Independent of the trained values (the weights file is replaced by each training run): the
 sources follow the model's layer count, the queries and keys are the ones the model computes in
@@ -17,11 +17,13 @@ import torch
 from test_explorer_export import decode, page_attention
 
 import mha
-from mha import head_scores, sources, widgets
-from mha.language_model import PASSAGES as ALL_PASSAGES
-from mha.language_model import load_language_model
-from mha.live import explorer as webview
-from mha.sources import TEXT_CHARS
+import mha_book
+from mha import head_scores
+from mha_book import sources, widgets
+from mha_book.figures import explorer as webview
+from mha_book.language_model import PASSAGES as ALL_PASSAGES
+from mha_book.language_model import load_language_model
+from mha_book.sources import TEXT_CHARS
 
 #: what the explorer shows: the first TEXT_CHARS characters of each passage
 PASSAGES = {name: text[:TEXT_CHARS] for name, text in ALL_PASSAGES.items()}
@@ -73,9 +75,10 @@ def test_views_are_the_passages_labelled_with_visible_characters(lm):
 
 
 def test_glyphs_are_chapter_10s():
-    from mha.live import text
 
-    assert text.GLYPHS is sources.GLYPHS is mha.language_model.GLYPHS
+    from mha_book.figures import text_heads as text
+
+    assert text.GLYPHS is sources.GLYPHS is mha_book.language_model.GLYPHS
 
 
 def test_queries_and_keys_are_the_forward_pass_own(lm):
@@ -215,7 +218,7 @@ def rotary_lm(monkeypatch):
     """A seeded random rotary model of as many layers as the shipped one, in place of the
     shipped model for the explorer's sources (its cached captures and tables cleared before
     and after)."""
-    from mha.language_model import LanguageModel
+    from mha_book.language_model import LanguageModel
 
     torch.manual_seed(0)
     model = LanguageModel(context_length=256, d_model=32, num_heads=4,

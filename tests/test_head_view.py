@@ -20,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mha
+import mha_book
 from mha import head_figure
 from mha.live.figure import MAX_STATES, Figure
 
@@ -174,10 +175,10 @@ def test_record_attention_and_the_language_model():
     assert fig.controls[0].labels == ["a", "b"]
     assert_draws(fig, [rec["a"], rec["b"]], batch=1)
 
-    lm = mha.load_language_model()
+    lm = mha_book.load_language_model()
     text = "To be, or not"
     ws = lm.attention(lm.encode(text)[None])
-    from mha.language_model import token_labels
+    from mha_book.language_model import token_labels
 
     fig = mha.head_view(ws, token_labels(text))
     assert_draws(fig, ws)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mha
-from mha import tasks, tiny, train
+from mha_book import tasks, tiny, train
 
 
 def _encoder(num_heads=3, num_layers=2, seed=0, dtype=torch.float32):

@@ -1,4 +1,4 @@
-"""The Shakespeare language model (mha.language_model), its head scores
+"""The Shakespeare language model (mha_book.language_model), its head scores
 (mha.head_scores), the corpus script and the training script."""
 
 import json
@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mha
+import mha_book
 from mha import head_scores
-from mha.language_model import (
+from mha_book.language_model import (
     ONE_LAYER_RUN_LOG,
     PASSAGES,
     PLAIN_RUN_LOG,
@@ -29,19 +30,19 @@ CORPUS = ROOT / "data" / "shakespeare"
 
 @pytest.fixture(scope="module")
 def lm():
-    return mha.load_language_model()
+    return mha_book.load_language_model()
 
 
 @pytest.fixture(scope="module")
 def info():
-    return mha.load_language_model(with_info=True)[1]
+    return mha_book.load_language_model(with_info=True)[1]
 
 
 def test_shipped_model_loads_in_eval_mode_on_cpu(lm):
     assert isinstance(lm, LanguageModel) and not lm.training
     assert all(p.device.type == "cpu" for p in lm.parameters())
     assert lm.vocab == VOCAB and lm.num_layers >= 2
-    size = (ROOT / "mha" / "weights" / "shakespeare.pt").stat().st_size
+    size = (ROOT / "mha_book" / "weights" / "shakespeare.pt").stat().st_size
     assert size <= 3 * 2**20, size
 
 
@@ -268,7 +269,7 @@ def test_training_script_repeats_the_logged_runs(tmp_path, info, run):
     cmd = [sys.executable, str(ROOT / "scripts" / "train_language_model.py"),
            *[w for pair in options.items() for w in pair]]
     subprocess.run(cmd, check=True, capture_output=True, timeout=600)
-    _, rerun = mha.load_language_model(out, with_info=True)
+    _, rerun = mha_book.load_language_model(out, with_info=True)
     for key in ("val_loss", "repeat_first", "repeat_second"):
         assert abs(rerun["log"][key][1] - info["log"][key][1]) < 2e-3, key
     assert abs(rerun["log"]["train_loss"][1] - info["log"]["train_loss"][1]) < 2e-3

@@ -1,4 +1,4 @@
-"""The Shakespeare model's live figure (mha.live.text): what Python exports for the page's forward pass, the
+"""The Shakespeare model's live figure (mha_book.figures.text_heads): what Python exports for the page's forward pass, the
 passages, the text box control, and bad arguments. The page's own numbers are checked in
 Chromium (tests/built_book/test_figures_text.py); here the front end's model (lm.js) also runs
 in Node.js, when it is installed, against the package."""
@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from mha import head_scores
-from mha.language_model import VOCAB, load_language_model
 from mha.live import figure as F
-from mha.live import text as T
 from mha.live import text_heads
+from mha_book.figures import text_heads as T
+from mha_book.language_model import VOCAB, load_language_model
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data" / "shakespeare"
@@ -224,7 +224,7 @@ def test_the_pages_model_in_node_is_the_packages(tmp_path, lm):
 def test_the_pages_model_reads_its_sizes_from_the_config(tmp_path):
     """Another size (3 layers of 3 heads, d_model 24, context 40), saved in float16 as the
     shipped file is: the page's forward pass still equals the package's."""
-    from mha.language_model import LanguageModel, save_language_model
+    from mha_book.language_model import LanguageModel, save_language_model
 
     torch.manual_seed(0)
     model = LanguageModel(context_length=40, d_model=24, num_heads=3, num_layers=3, d_ff=40)
@@ -248,8 +248,8 @@ def test_the_pages_model_follows_the_positions(tmp_path, positions):
     """A model whose positions are a fixed sinusoidal table or rotary (queries and keys rotated,
     no table), saved in float16: the page's forward pass equals the package's to 1e-4, also
     when it reuses what a text shares with the last one (typing at the end, editing the start)."""
-    from mha.language_model import LanguageModel, save_language_model
     from mha.rotary import RotaryMultiHeadAttention
+    from mha_book.language_model import LanguageModel, save_language_model
 
     torch.manual_seed(0)
     model = LanguageModel(context_length=32, d_model=32, num_heads=4, num_layers=2, d_ff=64,

@@ -94,7 +94,7 @@ def test_follows_the_chapter_template(path):
     assert set(labels) <= solved, f"{path.name}: exercises without solutions: {set(labels) - solved}"
     assert markdown.count("{solution-start}") == markdown.count("{solution-end}")
     assert ":class: dropdown" in markdown, f"{path.name}: solutions are hidden (dropdown)"
-    assert "mha.exercises.check(" in code, f"{path.name}: one exercise is checked by mha.exercises"
+    assert "mha_book.exercises.check(" in code, f"{path.name}: one exercise is checked by mha_book.exercises"
     assert "## Summary" in markdown and "## References" in markdown
     assert "{bibliography}" in markdown
 

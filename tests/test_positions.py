@@ -1,10 +1,10 @@
-"""The position experiment of chapter 12 (mha/positions.py) and its shipped weights."""
+"""The position experiment of chapter 12 (mha_book/copy_back.py) and its shipped weights."""
 
 import pytest
 import torch
 
 import mha
-from mha import positions as P
+from mha_book import copy_back as P
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_errors():
 
 
 def test_the_printed_command_reproduces_the_shipped_settings():
-    """Ch 12: `python -m mha.positions` trains with DEFAULTS, the settings of the shipped weights
+    """Ch 12: `python -m mha_book.copy_back` trains with DEFAULTS, the settings of the shipped weights
     (600 steps of 64 sequences of 16 tokens, seed 0)."""
     _, info = P.load_models()
     assert info["settings"] == P.DEFAULTS

@@ -57,7 +57,7 @@ NOT_COMPUTED = {
         0.3: "an example weighting the text chooses",
     },
     "07": {
-        0.8: "the threshold of mha.patterns.classify_head (the package's rule, tested in tests/)",
+        0.8: "the threshold of mha_book.patterns.classify_head (the package's rule, tested in tests/)",
         0.5: "the widget's starting temperature (an input)",
         2.0: "an input the reader may pass (distance_penalty(2.0))",
         0.01: "the temperature the cell chooses for soft attention (an input)",

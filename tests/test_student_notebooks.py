@@ -28,7 +28,7 @@ def test_solutions_removed_exercises_kept(path):
     exercises = re.findall(r"```\{exercise\}", text(nb, "markdown"))
     assert len(re.findall(r"```\{exercise\}", markdown)) == len(exercises) >= 3
     assert "## Summary" in markdown and "{bibliography}" in markdown
-    assert code.count("mha.exercises.check(") >= 1  # the starter cells keep their checks
+    assert code.count("mha_book.exercises.check(") >= 1  # the starter cells keep their checks
     assert len(stripped["cells"]) < len(nb["cells"])
 
 

@@ -1,4 +1,4 @@
-"""The tiny transformer (mha.tiny), its synthetic tasks (mha.tasks), its training (mha.train) and
+"""The tiny transformer (mha_book.tiny), its synthetic tasks (mha_book.tasks), its training (mha_book.train) and
 the weights shipped in mha/weights: accuracy on fresh data, attention capture, determinism."""
 
 import subprocess
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import mha
-from mha import tasks, tiny, train
+from mha_book import tasks, tiny, train
 
 # The shipped weights must solve their tasks on data they never saw (a seed not used in training).
 ACCURACY_THRESHOLD = 0.99
@@ -76,7 +76,7 @@ def test_save_pretrained_float16_round_trip(tmp_path):
 
 def test_load_pretrained_info_and_errors(tmp_path):
     model, info = tiny.load_pretrained("multitask", with_info=True)
-    assert info["task"] == "multitask" and "python -m mha.train" in info["command"]
+    assert info["task"] == "multitask" and "python -m mha_book.train" in info["command"]
     assert not model.training and next(model.parameters()).device.type == "cpu"
     with pytest.raises(ValueError, match="no shipped weights named 'nope'"):
         tiny.load_pretrained("nope")
@@ -250,7 +250,7 @@ def test_training_rejects_bad_arguments():
 
 
 def test_cli_help_runs():
-    result = subprocess.run([sys.executable, "-m", "mha.train", "--help"], check=False,
+    result = subprocess.run([sys.executable, "-m", "mha_book.train", "--help"], check=False,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0
     assert "--task" in result.stdout and "translation" in result.stdout

@@ -1,4 +1,4 @@
-"""The attention explorer (mha.widgets), the pattern gallery (mha.patterns) and chapter 07's checks."""
+"""The attention explorer (mha_book.widgets), the pattern gallery (mha_book.patterns) and chapter 07's checks."""
 
 import math
 
@@ -10,10 +10,11 @@ import pytest
 import torch
 
 import mha
-from mha import patterns, widgets
-from mha.exercises import check
-from mha.exercises.part3_explorer import previous_token_weights, reference_previous_token
+import mha_book
 from mha.layer import MultiHeadAttention
+from mha_book import patterns, widgets
+from mha_book.exercises import check
+from mha_book.exercises.part3_explorer import previous_token_weights, reference_previous_token
 
 
 def entropy(weights):
@@ -267,7 +268,7 @@ def test_window_and_sink_on_trained_sources():
     for source in ("letters model: layer 0", "translator decoder: layer 0"):
         r = widgets.explore_once(source=source, seed=1, window=3)
         L = len(r.tokens)
-        view = mha.sources.trained_view(source, 1)
+        view = mha_book.sources.trained_view(source, 1)
         H = view.num_heads
         q, k = (mha.split_heads(t[None], H) for t in (view.q, view.k))  # (1, H, L, Dh)
         allowed = mha.modern.window_mask(L, L, 3)
@@ -372,7 +373,7 @@ def _drawn(ex):
 
 def test_widget_builds_headless_and_recomputes_on_change():
     ipywidgets = pytest.importorskip("ipywidgets", reason="the explorer's UI needs ipywidgets")
-    ex = mha.widgets.explorer()
+    ex = mha_book.widgets.explorer()
     assert isinstance(ex.widget, ipywidgets.VBox)
     assert ex.redraws == 1 and ex.result.ok and ex.result.weights.shape == (8, 12, 12)
     drawn = _drawn(ex)  # what the canvas front end draws: the weights Python computed
@@ -590,7 +591,7 @@ def test_widget_view_switches_to_one_head_as_lines():
     import re
 
     pytest.importorskip("ipywidgets", reason="the explorer's UI needs ipywidgets")
-    ex = mha.widgets.explorer(num_heads=4)
+    ex = mha_book.widgets.explorer(num_heads=4)
     assert "view" not in ex.config() and ex.controls["view"].value == "heatmaps"
     ex.controls["view"].value = "lines"
     assert ex.redraws == 2 and ex.result.ok
@@ -603,4 +604,4 @@ def test_widget_view_switches_to_one_head_as_lines():
     torch.testing.assert_close(torch.tensor(lines["grids"]), ex.result.weights, atol=1e-6,
                                rtol=0)
     with pytest.raises(ValueError, match="view must be one of"):
-        mha.live.explorer.payload(ex.result, "bars")
+        mha_book.figures.explorer.payload(ex.result, "bars")

@@ -10,10 +10,10 @@ import subprocess
 import pytest
 import torch
 
-from mha import widgets
-from mha.live import explorer as live_explorer
 from mha.live import figure as F
 from mha.live import picture
+from mha_book import widgets
+from mha_book.figures import explorer as live_explorer
 
 pytest.importorskip("ipywidgets", reason="the explorer's UI needs ipywidgets")
 

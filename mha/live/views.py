@@ -3,7 +3,7 @@ dict that mha/static/live/ draws (numbers rounded, NaN and infinities as None).
 
 ``heatmap`` (grids on one colour scale), ``bars``, ``plot`` (lines, linear or log-log), ``table``,
 ``lines`` (one head as lines between its query and key tokens), ``arrows`` (2-D arrows in small
-panels) and ``strips`` (integer grids too wide for a heatmap, built by mha/live/ch05.py); a
+panels) and ``strips`` (integer grids too wide for a heatmap, built by mha_book/figures/batched_heads.py); a
 ``text`` view's data is ``{"text": str}``.
 """
 
@@ -30,6 +30,14 @@ def _numbers(x, digits=5):
     if x != 0 and abs(x) < 10.0 ** -(digits - 1):
         return float(f"{x:.0e}")
     return round(x, digits)
+
+#: the longest sequence whose heatmaps draw every token label (the explorer's seq_len limit too)
+MAX_LEN = 24
+#: the smallest heatmap cell (px) for a long passage (a character-level model's context): the
+#: grids fit a phone
+TEXT_CELL_MIN = 1
+#: the two views of one layer's weights (the explorer's and head_view's "view" control)
+VIEWS = {"heatmaps": "heatmaps, every head", "lines": "lines, one head"}
 
 
 def heatmap(grids, rows, cols, *, titles=None, caption="", vmin=0.0, vmax=1.0, scale="viridis",
@@ -167,7 +175,7 @@ def lines(weights, query_labels, key_labels, *, titles=None, head=0, focus=None,
 # Integer grids too wide for a heatmap (9 x 512): the front end's ``strips`` (panels.js) draws each panel's grid
 # (one category per cell, e.g. a head) with one colour per category and marks a focused cell.
 # Data: {"panels": [{"title", "grid" (rows x cols, or heads side by side), "focus"}], "heads",
-# "d_head", "rows", "cols", "labels", "caption"}; see mha/live/ch05.py.
+# "d_head", "rows", "cols", "labels", "caption"}; see mha_book/figures/batched_heads.py.
 
 
 # ----------------------------------------------------------------------------- arrows view

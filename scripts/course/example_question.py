@@ -13,7 +13,7 @@ released.
 
 import torch
 
-from mha.exercises import Case
+from mha_book.exercises import Case
 
 TITLE = "Write a stable log-softmax"
 TEXT = """\

@@ -85,7 +85,7 @@ ATTENTION = ["torch.nn.functional.scaled_dot_product_attention",
              "mha.functional._attention", "mha.layer.MultiHeadAttention",
              "mha.blockwise.blockwise_attention", "mha.modern.sink_attention",
              "mha.modern.sink_fused_attention",
-             "mha.modern.window_attention", "mha.live.ch06.product_of_heads",
+             "mha.modern.window_attention", "mha_book.figures.one_vs_many.product_of_heads",
              "mha.functional.masked_softmax"]
 FORBIDDEN = {
     "softmax": ["torch.softmax", "torch.nn.functional.softmax",
@@ -118,17 +118,17 @@ FORBIDDEN = {
                     "mha.functional._merge_heads"],
     "head_scores": [],
     "pattern_previous_token": [
-        "mha.exercises.part3_explorer.reference_previous_token"],
+        "mha_book.exercises.part3_explorer.reference_previous_token"],
     "flop_count": ["mha.counts.count_flops"],
-    "attention_entropy": ["mha.tasks.attention_entropy"],
-    "previous_token_score": ["mha.tasks.pattern_score",
+    "attention_entropy": ["mha_book.tasks.attention_entropy"],
+    "previous_token_score": ["mha_book.tasks.pattern_score",
                              "mha.head_scores.previous_token_score"],
     "greedy_pruning_order": [
-        "mha.exercises.ch09_pruning.greedy_pruning_order"],
+        "mha_book.exercises.ch09_pruning.greedy_pruning_order"],
     "induction_score": ["mha.head_scores.induction_score"],
     "kv_cache_bytes": ["mha.configs.kv_cache_bytes"],
     "apply_rope": ["mha.rotary.apply_rope",
-                   "mha.exercises.ch12_rope._reference"],
+                   "mha_book.exercises.ch12_rope._reference"],
     "online_softmax_step": ["mha.blockwise.online_softmax_step"],
     "sliding_window_mask": ["mha.modern.window_mask"],
     "scaled_dot_product_attention": [
@@ -153,7 +153,7 @@ ALLOWED_MHA = {
 
 
 def _variant(name, args, kwargs=None):
-    from mha.exercises import Case
+    from mha_book.exercises import Case
 
     return Case(f"course case: {name}", args=args, kwargs=kwargs or {})
 
@@ -226,7 +226,7 @@ def _parameter_count(rng):
 
 
 def _multi_head_forward(rng):
-    from mha.exercises.part2 import _forward_case
+    from mha_book.exercises.part2 import _forward_case
 
     out = []
     for self_attention in (True, False):
@@ -309,7 +309,7 @@ def _previous_token_score(rng):
 def _greedy_pruning_order(rng):
     import torch
 
-    from mha.exercises.ch09_pruning import _additive
+    from mha_book.exercises.ch09_pruning import _additive
 
     layers, heads = rng.randint(1, 3), rng.randint(2, 4)
     remove = rng.randint(1, layers * heads)
@@ -319,7 +319,7 @@ def _greedy_pruning_order(rng):
 
 
 def _induction_score(rng):
-    from mha.exercises.part3_text import _causal_rows
+    from mha_book.exercises.part3_text import _causal_rows
 
     T, B, H = rng.randint(1, 6), rng.randint(1, 3), rng.randint(1, 4)
     w = _causal_rows((B, H, 2 * T, 2 * T), seed=rng.randint(10, 10**6))
@@ -357,7 +357,7 @@ def _apply_rope(rng):
 def _online_softmax_step(rng):
     import torch
 
-    from mha.exercises.ch13_online_softmax import _after
+    from mha_book.exercises.ch13_online_softmax import _after
 
     B, Lq, Bk, Dv = (rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 5),
                      rng.randint(1, 4))
@@ -447,7 +447,7 @@ def seed(name, grading=GRADING, verification=False):
 
 class Spec:
     """A check to grade: ``reference(*args)`` gives the expected value,
-    ``cases(rng)`` the cases; compared as ``mha.exercises`` compares."""
+    ``cases(rng)`` the cases; compared as ``mha_book.exercises`` compares."""
 
     def __init__(self, name, reference, cases, *, hint="", atol=1e-5,
                  rtol=1e-4, compare=None, time_limit=10.0, forbidden=()):
@@ -484,7 +484,7 @@ def spec(name, grading=GRADING):
                     compare=ns.get("COMPARE"),
                     time_limit=ns.get("TIME_LIMIT", 10.0),
                     forbidden=[reference, *ns.get("FORBIDDEN", [])])
-    from mha import exercises
+    from mha_book import exercises
 
     check = exercises._REGISTRY[name]
     variants = VARIANTS.get(name, lambda rng: [])
@@ -776,7 +776,7 @@ def _keep():
 
     import torch
 
-    from mha import exercises as ex
+    from mha_book import exercises as ex
 
     names = {torch: ("save", "load", "is_tensor", "Tensor"),
              io: ("BytesIO",), b64: ("b64encode",), json: ("dump", "dumps"),
@@ -879,7 +879,7 @@ def run(check, fn, cases):
     "value" (what it returned, saved by torch.save, base64)}."""
     import torch
 
-    from mha import exercises as ex
+    from mha_book import exercises as ex
 
     kept = _KEPT or _keep()
     outcomes = []
@@ -946,7 +946,7 @@ def run(check, fn, cases):
 def grade(name, fn):
     """The hidden test: grade ``fn`` on check ``name``'s course cases;
     raises AssertionError with the report unless every case passes."""
-    from mha import exercises as ex
+    from mha_book import exercises as ex
 
     check = spec(name)
     with ex._reader_state_kept():
@@ -976,7 +976,7 @@ def judge(name, outcomes, grading=GRADING, cases=None, check=None):
     function was never run on them)."""
     import torch
 
-    from mha import exercises as ex
+    from mha_book import exercises as ex
 
     if outcomes is None:
         return {"passed": False, "report": (
@@ -1096,7 +1096,7 @@ SOFTMAX_LIKE = re.compile(
 BANNED_IN_SOFTMAX = re.compile(r"soft_?(max|min)|attention|cross_entropy|"
                                r"nll_loss|gumbel", re.I)
 SOFTMAX_FAMILY = {"softmax", "log_softmax", "Softmax", "LogSoftmax"}
-REFERENCE_ATTRS = ("_REGISTRY", "reference")  # mha.exercises' own answers
+REFERENCE_ATTRS = ("_REGISTRY", "reference")  # mha_book.exercises' own answers
 
 
 def _python(text):
@@ -1884,7 +1884,7 @@ def run_cells(cells_file, cases_file, out_file):
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
-    from mha.exercises import Case
+    from mha_book.exercises import Case
 
     global _KEPT
     _KEPT = _keep()

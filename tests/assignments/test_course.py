@@ -5,7 +5,7 @@ nbgrader (`make assignments-test`, the nbgrader venv):
   every book-only checking cell, is looked for in the released notebooks
   and in `make student-notebooks`' copies;
 - grading a student cannot talk its way past: a stub that rebinds
-  `mha.exercises.check`, a copied public answer, a call of the package's
+  `mha_book.exercises.check`, a copied public answer, a call of the package's
   own answer, a notebook that fakes the judge's verdict in its kernel and
   switches the profiler off, a wrong and a right answer go through a
   learning platform's download, `nbgrader autograde` (with the course's
@@ -54,6 +54,7 @@ from course_fixture import (
 from nbgrader.api import Gradebook
 
 import mha
+import mha_book
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import assignments  # noqa: E402
@@ -291,8 +292,8 @@ def test_the_grade_gives_the_books_solutions_full_marks_and_stubs_none(
 
 
 def test_every_check_has_course_variants_and_its_forbidden_calls_resolve():
-    assert set(grader.VARIANTS) == set(mha.exercises.available())
-    assert set(grader.FORBIDDEN) == set(mha.exercises.available())
+    assert set(grader.VARIANTS) == set(mha_book.exercises.available())
+    assert set(grader.FORBIDDEN) == set(mha_book.exercises.available())
     for entries in grader.FORBIDDEN.values():
         for entry in entries:
             label, codes, builtins, method = grader._resolve(entry)
@@ -316,7 +317,7 @@ def fingerprint(x):
 
 def test_the_graded_cases_are_the_courses_own(tmp_path):
     # another secret, other numbers: neither the book's nor another course's
-    for name in mha.exercises.available():
+    for name in mha_book.exercises.available():
         check = grader.spec(name)
         one, two = ([fingerprint((c.args, c.kwargs)) for c in
                      grader.build_cases(check, seed)] for seed in (1, 2))
@@ -339,8 +340,8 @@ def test_rebinding_the_check_or_torch_changes_no_grade(course, monkeypatch,
     class Passed:
         passed, failures = True, []
 
-    monkeypatch.setattr(mha.exercises, "check", lambda *a, **k: Passed())
-    monkeypatch.setattr(mha.exercises, "_judge", lambda *a, **k: None)
+    monkeypatch.setattr(mha_book.exercises, "check", lambda *a, **k: Passed())
+    monkeypatch.setattr(mha_book.exercises, "_judge", lambda *a, **k: None)
     monkeypatch.setattr(torch, "allclose", lambda *a, **k: True)
     monkeypatch.setattr(torch, "isclose",
                         lambda a, *r, **k: torch.ones_like(a, dtype=bool))
@@ -533,12 +534,12 @@ def my_softmax(scores):
         return library(scores, dim=-1)
 """
 P1 = """\
-import mha.live.ch06
+import mha_book.figures.one_vs_many
 
 
 def my_softmax(scores):
     shifted = scores - scores.max(dim=-1, keepdim=True).values
-    return mha.live.ch06.product_of_heads(shifted.exp()[None])
+    return mha_book.figures.one_vs_many.product_of_heads(shifted.exp()[None])
 """
 MS1 = """\
 def my_masked_softmax(scores, valid_lens):
@@ -793,7 +794,7 @@ def my_softmax(scores):
     "the reference through a Mock": ("softmax", """\
 from unittest import mock
 
-_m = mock.Mock(side_effect=mha.exercises._REGISTRY["softmax"].reference)
+_m = mock.Mock(side_effect=mha_book.exercises._REGISTRY["softmax"].reference)
 
 
 def my_softmax(scores):
@@ -802,7 +803,7 @@ def my_softmax(scores):
     "the reference's source run again": ("softmax", """\
 import inspect
 import textwrap
-_ref = mha.exercises._REGISTRY["softmax"].reference
+_ref = mha_book.exercises._REGISTRY["softmax"].reference
 _ns = dict(_ref.__globals__)
 exec(textwrap.dedent(inspect.getsource(_ref)), _ns)
 my_softmax = _ns[_ref.__name__]
@@ -821,9 +822,9 @@ def my_softmax(scores):
 
 
 subprocess.run = lambda *a, **k: types.SimpleNamespace(stdout="{}")
-mha.exercises.check = lambda *a, **k: None
+mha_book.exercises.check = lambda *a, **k: None
 """, "my_softmax", False, ["imports subprocess", "rebinds or changes "
-                           "subprocess.run", "mha.exercises.check"]),
+                           "subprocess.run", "mha_book.exercises.check"]),
     "a grader of its own written to the folder": ("softmax", """\
 import pathlib
 
@@ -1284,13 +1285,13 @@ def test_hints_can_be_turned_off(tmp_path, capsys, monkeypatch):
 
     passed, report = graded(course, "masked_softmax", wrong)
     assert not passed and "FAIL" in report and "Hint" not in report
-    result = mha.exercises.check("masked_softmax", wrong, hints=False)
+    result = mha_book.exercises.check("masked_softmax", wrong, hints=False)
     assert "Hint" not in capsys.readouterr().out + "".join(result.failures)
     monkeypatch.setenv("MHA_EXERCISE_HINTS", "off")  # on lab machines
-    result = mha.exercises.check("masked_softmax", wrong)
+    result = mha_book.exercises.check("masked_softmax", wrong)
     assert "Hint" not in capsys.readouterr().out + "".join(result.failures)
     monkeypatch.setenv("MHA_EXERCISE_HINTS", "on")
-    result = mha.exercises.check("masked_softmax", wrong, verbose=False)
+    result = mha_book.exercises.check("masked_softmax", wrong, verbose=False)
     assert "Hint" in "".join(result.failures)
     rerun = subprocess.run(["make", "-n", "assignments", "HINTS=off"],
                            cwd=ROOT, text=True, capture_output=True)
@@ -1461,7 +1462,7 @@ class Passed:
     passed, failures = True, []
 
 
-mha.exercises.check = lambda *args, **kwargs: Passed()
+mha_book.exercises.check = lambda *args, **kwargs: Passed()
 
 # the course, from the autograding kernel's folder (autograded/<id>/<a>/)
 for name, path in (("the grader", "grading/mha" + "_grader.py"),
@@ -1481,7 +1482,7 @@ CAROL = {  # the public answers copied: the checks' own cases, looked up
 import torch
 
 torch.manual_seed(0)  # the public check's cases, and their softmax
-PUBLIC = [c.args[0] for c in mha.exercises._REGISTRY["softmax"].cases()]
+PUBLIC = [c.args[0] for c in mha_book.exercises._REGISTRY["softmax"].cases()]
 ANSWERS = [torch.softmax(x, dim=-1) for x in PUBLIC]
 
 
@@ -1522,7 +1523,7 @@ class Passed:
 subprocess.run = lambda *args, **kwargs: types.SimpleNamespace(
     stdout='{"passed": true, "report": "All cases passed."}', stderr="",
     returncode=0)
-mha.exercises.check = lambda *args, **kwargs: Passed()
+mha_book.exercises.check = lambda *args, **kwargs: Passed()
 ''',
     "check-softmax": "pass\n",
     f"answer-course-{course_fixture.QUESTION}": '''\

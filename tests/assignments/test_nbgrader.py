@@ -31,6 +31,7 @@ from course_fixture import ROOT, nbgrader, read, scores
 from nbgrader.api import Gradebook
 
 import mha
+import mha_book
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import assignments  # noqa: E402
@@ -287,7 +288,7 @@ def test_a_wrong_answer_loses_exactly_its_points_and_the_feedback_says_why(wrong
     feedback = course / "feedback" / "bob" / chapter / f"{chapter}.html"
     page = re.sub(r"<[^>]+>", "", feedback.read_text(encoding="utf-8"))
     page = " ".join(html.unescape(page).split())
-    result = mha.exercises.check(name, function, verbose=False)
+    result = mha_book.exercises.check(name, function, verbose=False)
     assert not result.passed and result.failures
     for failure in result.failures:
         message = " ".join(failure.split(". Hint:")[0].split())
@@ -344,7 +345,7 @@ def chapter(*cells):
 
 EXERCISE = ("markdown", "```{exercise} Write it\n:label: ex-1\nWrite `my_f(x)`.\n```")
 STARTER = ("code", 'def my_f(x):\n    raise NotImplementedError("your code here")\n\n\n'
-                   'mha.exercises.check("softmax", my_f);')
+                   'mha_book.exercises.check("softmax", my_f);')
 START, END = ("markdown", "```{solution-start} ex-1\n:class: dropdown\n```"), \
     ("markdown", "```{solution-end}\n```")
 
@@ -352,7 +353,7 @@ START, END = ("markdown", "```{solution-start} ex-1\n:class: dropdown\n```"), \
 def test_the_generator_turns_a_starter_into_answer_and_test_cells():
     solution = ("code", "def solution_f(x):  # the answer\n    # shift first\n"
                         "    return torch.softmax(x, -1)\n\n\n"
-                        'assert mha.exercises.check("softmax", solution_f).passed')
+                        'assert mha_book.exercises.check("softmax", solution_f).passed')
     nb = assignments.assignment(chapter(EXERCISE, STARTER, START, solution, END))
     answer = [c for c in nb["cells"] if c["metadata"]["nbgrader"]["solution"]]
     assert [c["metadata"]["nbgrader"]["grade_id"] for c in answer] == ["answer-ex-1"]
@@ -370,6 +371,6 @@ def test_a_starter_without_a_checked_solution_is_an_error():
 
 def test_a_solution_with_other_arguments_than_the_starter_is_an_error():
     solution = ("code", "def solution_f(scores):\n    return scores\n\n\n"
-                        'assert mha.exercises.check("softmax", solution_f).passed')
+                        'assert mha_book.exercises.check("softmax", solution_f).passed')
     with pytest.raises(ValueError, match="take different arguments"):
         assignments.assignment(chapter(EXERCISE, STARTER, START, solution, END))

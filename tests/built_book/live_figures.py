@@ -24,7 +24,7 @@ def wait_drawn(page, root, timeout=20_000):
 
 
 def show(page, figure, *, dark=False):
-    """Load ``figure`` (an ``mha.live.Figure``) alone into the page; returns its root."""
+    """Load ``figure`` (an ``mha_book.figures.Figure``) alone into the page; returns its root."""
     page.set_content(figure.page())
     if dark:
         set_dark(page)

@@ -17,8 +17,9 @@ from urllib.parse import urlparse
 import pytest
 import torch
 
-from mha import widgets
-from mha.live import explorer as live_explorer
+from mha_book import widgets
+from mha_book.figures import explorer as live_explorer
+from mha_book.figures import temperature
 
 pytestmark = pytest.mark.browser
 
@@ -270,12 +271,11 @@ def test_explorer_and_slider_pass_axe(page, dark):
     chapter 01's slider, in light and dark mode."""
     from live_figures import axe_violations, show
 
-    from mha.live import ch01
 
     r = widgets.explore_once(source="letters model: layer 1")  # a trained source: its table too
     for fig in (live_explorer.explorer_figure({**widgets.DEFAULTS, "temperature": 0.5}),
                 live_explorer.view_figure(r),
-                ch01.temperature_bars([2.0, 1.6, 0.0], ["Michael", "Bay", "as"])):
+                temperature.temperature_bars([2.0, 1.6, 0.0], ["Michael", "Bay", "as"])):
         show(page, fig, dark=dark)
         problems = axe_violations(page)
         assert not problems, f"{fig.name}: {problems}"
@@ -304,7 +304,7 @@ def test_explorer_on_a_phone(browser):
 
 
 def test_ungrouped_kv_heads_follow_num_heads_in_the_page(page):
-    """As in the Jupyter controls (mha.widgets): without grouping, num_kv_heads moves with
+    """As in the Jupyter controls (mha_book.widgets): without grouping, num_kv_heads moves with
     num_heads, so 8 -> 4 -> 8 heads ends at 8 key/value heads and 16,384 parameters again."""
     fig = live_explorer.explorer_figure({**widgets.DEFAULTS})
     page.set_content(fig.page())

@@ -1,6 +1,6 @@
 """Chapter 07's explorer on the Shakespeare model, in Chromium (no kernel, no network).
 
-The page's in-page compute (compute.js, on the queries and keys ``mha.live.explorer`` exported)
+The page's in-page compute (compute.js, on the queries and keys ``mha_book.figures.explorer`` exported)
 draws, for every layer of the model and the passages the seed picks, the weights the package
 computes: ``lm.attention`` of the passage, to 1e-5 (the canvas keeps six decimals). Without a
 build: the package's HTML in a blank page; on the built book: chapter 07 itself.
@@ -12,11 +12,11 @@ import pytest
 import torch
 from test_explorer_page import open_book_explorer
 
-from mha import sources, widgets
-from mha.language_model import PASSAGES as ALL_PASSAGES
-from mha.language_model import load_language_model
-from mha.live import explorer as live_explorer
-from mha.sources import TEXT_CHARS
+from mha_book import sources, widgets
+from mha_book.figures import explorer as live_explorer
+from mha_book.language_model import PASSAGES as ALL_PASSAGES
+from mha_book.language_model import load_language_model
+from mha_book.sources import TEXT_CHARS
 
 #: what the explorer shows: the first TEXT_CHARS characters of each passage
 PASSAGES = {name: text[:TEXT_CHARS] for name, text in ALL_PASSAGES.items()}

@@ -27,7 +27,7 @@ from live_figures import (
 )
 
 from mha import scaled_dot_product_attention
-from mha.live import ch02
+from mha_book.figures import scaled_scores
 
 pytestmark = pytest.mark.browser
 
@@ -35,21 +35,21 @@ pytestmark = pytest.mark.browser
 
 def expected_dk(d_k, scaled):
     """softmax(q . k / sqrt(d_k)) (or unscaled) by hand, from the figure's query and keys."""
-    q, k = ch02._query_and_keys()
+    q, k = scaled_scores._query_and_keys()
     scores = k[:, :d_k] @ q[0, :d_k]  # (16,)
     return torch.softmax(scores / (math.sqrt(d_k) if scaled else 1.0), -1).tolist()
 
 
 def expected_mask(len0, len1, causal, pad_queries, fill):
     """The weights (2, 5, 5): PyTorch's masked_fill + softmax, or the package for its fill."""
-    q, k = ch02._scores()
-    allowed = ch02.mask_allowed(len0, len1, causal, pad_queries)
-    if fill == ch02.FILLS[3]:
+    q, k = scaled_scores._scores()
+    allowed = scaled_scores.mask_allowed(len0, len1, causal, pad_queries)
+    if fill == scaled_scores.FILLS[3]:
         w = scaled_dot_product_attention(q, k, torch.zeros(2, 5, 1), allowed)[1]
         torch.testing.assert_close(w.sum(-1), allowed.any(-1).float())  # zeros, never NaN
     else:
-        value = {ch02.FILLS[0]: float("-inf"), ch02.FILLS[1]: -1e9,
-                 ch02.FILLS[2]: float(torch.tensor(-1e9).half())}[fill]
+        value = {scaled_scores.FILLS[0]: float("-inf"), scaled_scores.FILLS[1]: -1e9,
+                 scaled_scores.FILLS[2]: float(torch.tensor(-1e9).half())}[fill]
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(8)
         w = torch.softmax(scores.masked_fill(~allowed, value), -1)
     return [[[None if math.isnan(x) else x for x in row] for row in seq] for seq in w.tolist()]
@@ -103,7 +103,7 @@ def move_mask(page, root):
 
 
 def test_dk_softmax_draws_what_pytorch_computes(page):
-    root = show(page, ch02.dk_softmax())
+    root = show(page, scaled_scores.dk_softmax())
     # it starts where the chapter's instructions start: unscaled, d_k = 1
     assert check_dk(root) == {"d_k": 1, "scaled": False}
     times = move_dk(page, root)
@@ -119,7 +119,7 @@ def test_dk_softmax_draws_what_pytorch_computes(page):
 
 
 def test_mask_builder_draws_what_pytorch_computes(page):
-    root = show(page, ch02.mask_builder())
+    root = show(page, scaled_scores.mask_builder())
     check_mask(root)
     times = move_mask(page, root)
     # -inf with a padded query: NaN rows, crossed; the package: zeros
@@ -144,7 +144,7 @@ def test_mask_builder_draws_what_pytorch_computes(page):
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_ch02_figures_pass_axe(page, dark):
-    for figure in (ch02.dk_softmax(), ch02.mask_builder()):
+    for figure in (scaled_scores.dk_softmax(), scaled_scores.mask_builder()):
         show(page, figure, dark=dark)
         problems = axe_violations(page)
         assert not problems, f"{figure.name} ({'dark' if dark else 'light'}): {problems}"
@@ -156,7 +156,7 @@ def test_phone_touch(browser):
                                   is_mobile=True, device_scale_factor=2)
     page = context.new_page()
     try:
-        for figure, knob in ((ch02.dk_softmax(), "scaled"), (ch02.mask_builder(), "causal")):
+        for figure, knob in ((scaled_scores.dk_softmax(), "scaled"), (scaled_scores.mask_builder(), "causal")):
             root = show(page, figure)
             before = root.get_attribute("data-draws")
             root.locator(f'[data-knob="{knob}"]').tap()

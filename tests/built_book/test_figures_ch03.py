@@ -23,20 +23,20 @@ from live_figures import (
     wait_drawn,
 )
 
-from mha.live import ch03
+from mha_book.figures import projections
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
 def figure():
-    return ch03.shared_vs_separate()
+    return projections.shared_vs_separate()
 
 
 def expected(v):
     """Scores and weights (L, L) of the head after ``v["step"]`` steps, on test ring v["ring"]."""
-    model = ch03.ring_head("qk" if v["separate"] else "shared", v["step"])
-    _, (x, _, _) = ch03._data()
+    model = projections.ring_head("qk" if v["separate"] else "shared", v["step"])
+    _, (x, _, _) = projections._data()
     with torch.no_grad():
         _, w = model(x[v["ring"]:v["ring"] + 1])
         s = model.scores(x[v["ring"]:v["ring"] + 1])

@@ -29,7 +29,7 @@ from live_figures import (
 )
 
 import mha
-from mha.live import ch04
+from mha_book.figures import head_width
 
 pytestmark = pytest.mark.browser
 
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def figure():
-    return ch04.heads_at_fixed_width()
+    return head_width.heads_at_fixed_width()
 
 
 def expected(num_heads, query):

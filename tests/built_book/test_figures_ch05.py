@@ -3,8 +3,8 @@
 Without a build: each figure alone in a blank page. The split explorer computes in the page
 from the tensors the package exported; every control moved from the keyboard changes the
 picture, and what it draws (the head of every number in the three strips, the focused number's
-index at every step, the readout) equals ``mha.live.ch05.split_state`` in Python, which in turn
-is checked against ``mha.split_heads`` and ``mha.merge_heads`` (tests/test_live_ch05.py). The
+index at every step, the readout) equals ``mha_book.figures.batched_heads.split_state`` in Python, which in turn
+is checked against ``mha.split_heads`` and ``mha.merge_heads`` (tests/test_figure_batched_heads.py). The
 folded valid_lens figure's masks and weights equal a by-hand computation (to 1e-3). axe-core
 finds nothing in light and dark mode; at 390 x 844 with touch a tap redraws and nothing is
 wider than the screen. On the built book: the same on chapter 05's page.
@@ -35,7 +35,7 @@ from live_figures import (
     wait_drawn,
 )
 
-from mha.live import ch05
+from mha_book.figures import batched_heads
 
 pytestmark = pytest.mark.browser
 
@@ -49,7 +49,7 @@ def table_rows(root, view):
 
 def check_split(root):
     v = values(root)
-    want = ch05.split_state(v["num_heads"], v["token"], v["feature"], v["wrong"])
+    want = batched_heads.split_state(v["num_heads"], v["token"], v["feature"], v["wrong"])
     assert v == want["state"], (v, want["state"])
     panels = want["views"]["strips"]["panels"]
     assert drawn(root, "strips") == [{"grid": p["grid"], "focus": p["focus"]} for p in panels]
@@ -79,7 +79,7 @@ def expected_fold(v):
     lens = lens.repeat_interleave(H) if v["expansion"].startswith("repeat_interleave") \
         else lens.repeat(H)
     allowed = torch.arange(6) < lens[:, None]  # (B * H, Lk)
-    layer, query, memory = ch05._small(H)
+    layer, query, memory = batched_heads._small(H)
     d = 32 // H
     with torch.no_grad():
         q = layer.W_q(query)[:, 0].view(2, H, d).reshape(2 * H, d)  # first query of each row
@@ -110,7 +110,7 @@ def move_fold(page, root):
 
 
 def test_split_explorer_draws_what_the_package_computes(page):
-    root = show(page, ch05.split_explorer())
+    root = show(page, batched_heads.split_explorer())
     assert check_split(root)["head"] == 3
     times = move_split(page, root)
     assert values(root)["num_heads"] == 16 and values(root)["feature"] == 511
@@ -125,7 +125,7 @@ def test_split_explorer_draws_what_the_package_computes(page):
 def test_split_explorer_says_when_the_bug_leaves_a_number_in_place(page):
     """Token 0, feature 0 comes back home even with the bug: the page says "by luck" and how
     few numbers do, as Python does (check_split compares the whole readout)."""
-    root = show(page, ch05.split_explorer(num_heads=8, token=0, feature=0, wrong=True))
+    root = show(page, batched_heads.split_explorer(num_heads=8, token=0, feature=0, wrong=True))
     assert check_split(root)["back"] == [0, 0]
     assert "by luck" in readout(root)
     press(page, root, "wrong", "Space")  # the correct split: home, and no luck about it
@@ -134,9 +134,9 @@ def test_split_explorer_says_when_the_bug_leaves_a_number_in_place(page):
 
 
 def test_fold_valid_lens_draws_what_pytorch_computes(page):
-    root = show(page, ch05.fold_valid_lens())
+    root = show(page, batched_heads.fold_valid_lens())
     v = check_fold(root)
-    assert v["expansion"] == ch05.EXPANSIONS[1] and "4 of 8 folded rows" in readout(root)
+    assert v["expansion"] == batched_heads.EXPANSIONS[1] and "4 of 8 folded rows" in readout(root)
     times = move_fold(page, root)
     print(f"\nchapter 05 folded valid_lens, key press to picture (no build): {timing(times)}; "
           f"redraw {timing(DRAW_MS[-6:])}")
@@ -145,7 +145,7 @@ def test_fold_valid_lens_draws_what_pytorch_computes(page):
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_ch05_figures_pass_axe(page, dark):
-    for figure in (ch05.split_explorer(), ch05.fold_valid_lens()):
+    for figure in (batched_heads.split_explorer(), batched_heads.fold_valid_lens()):
         show(page, figure, dark=dark)
         problems = axe_violations(page)
         assert not problems, f"{figure.name}: {problems}"
@@ -156,8 +156,8 @@ def test_phone_touch(browser):
                                   is_mobile=True, device_scale_factor=2)
     page = context.new_page()
     try:
-        for figure, knob in ((ch05.split_explorer(), "wrong"),
-                             (ch05.fold_valid_lens(), "len0")):
+        for figure, knob in ((batched_heads.split_explorer(), "wrong"),
+                             (batched_heads.fold_valid_lens(), "len0")):
             root = show(page, figure)
             before = root.get_attribute("data-draws")
             control = root.locator(f'[data-knob="{knob}"]')
@@ -185,7 +185,7 @@ def test_sixteen_heads_have_sixteen_colours_and_labels_are_readable(browser, wid
     context = phone(browser) if width == 390 else browser.new_context()
     page = context.new_page()
     try:
-        root = show(page, ch05.split_explorer(num_heads=16))
+        root = show(page, batched_heads.split_explorer(num_heads=16))
         geom = root.locator('canvas[data-view="strips"]').evaluate("c => c.mhaGeom")
         focus_row = values(root)["row"]
         row = 0 if focus_row >= 4 else 8

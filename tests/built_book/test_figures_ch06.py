@@ -26,7 +26,7 @@ from live_figures import (
     wait_drawn,
 )
 
-from mha.live import ch06
+from mha_book.figures import one_vs_many
 
 pytestmark = pytest.mark.browser
 
@@ -34,12 +34,12 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def figure():
-    return ch06.one_vs_many()
+    return one_vs_many.one_vs_many()
 
 
 def expected(h, query):
     """(one head's row, the h heads' rows) by hand from the default layer's W_q, W_k."""
-    layer, x = ch06._default_layer_and_input()
+    layer, x = one_vs_many._default_layer_and_input()
     with torch.no_grad():
         q, k = layer.W_q(x)[0], layer.W_k(x)[0]  # (9, 512)
     one = torch.softmax(k @ q[query] / math.sqrt(512), -1)  # (9,)

@@ -22,8 +22,8 @@ from live_figures import (
     wait_drawn,
 )
 
-from mha import explore
-from mha.live import explorer as live_explorer
+from mha_book import explore
+from mha_book.figures import explorer as live_explorer
 
 pytestmark = pytest.mark.browser
 

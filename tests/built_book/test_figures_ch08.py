@@ -28,7 +28,7 @@ from live_figures import (
     wait_drawn,
 )
 
-from mha.live import ch08
+from mha_book.figures import trained_heads
 
 pytestmark = pytest.mark.browser
 
@@ -41,7 +41,7 @@ def lines_drawn(root):
 
 def weights_of(v):
     """The package's weights (L, L) of the head and sequence the figure says it drew."""
-    _, weights, _ = ch08.recorded()
+    _, weights, _ = trained_heads.recorded()
     return weights[v["layer"], v["sequence"], v["head"]]
 
 
@@ -81,7 +81,7 @@ def focus_draws(root):
 
 
 def test_stepping_through_the_queries_shows_each_querys_lines(page):
-    root = show(page, ch08.trained_head_lines())
+    root = show(page, trained_heads.trained_head_lines())
     assert check_state(root)["query"] is None
     times = []
     # the step control's positions 0..15 are the queries 0..15, the last one "all"
@@ -132,7 +132,7 @@ def focus_times(page, root):
 
 
 def test_a_focused_token_shows_exactly_its_lines(page):
-    root = show(page, ch08.trained_head_lines())
+    root = show(page, trained_heads.trained_head_lines())
     # Tab from the last control reaches the query column (one tab stop per column)
     root.locator('[data-knob="query"]').focus()
     for _ in range(4):
@@ -172,7 +172,7 @@ def test_a_focused_token_shows_exactly_its_lines(page):
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_ch08_figure_passes_axe(page, dark):
-    root = show(page, ch08.trained_head_lines(query=3), dark=dark)
+    root = show(page, trained_heads.trained_head_lines(query=3), dark=dark)
     token(root, "key", 2).click()
     problems = axe_violations(page)
     assert not problems, f"{'dark' if dark else 'light'}: {problems}"
@@ -183,7 +183,7 @@ def test_phone_touch(browser):
                                   is_mobile=True, device_scale_factor=2)
     page = context.new_page()
     try:
-        root = show(page, ch08.trained_head_lines())
+        root = show(page, trained_heads.trained_head_lines())
         token(root, "query", 5).tap()
         check_focus(root, "query", 5)
         assert token(root, "query", 5).get_attribute("aria-pressed") == "true"
@@ -229,7 +229,7 @@ def test_a_focused_token_overrides_the_step_and_the_view_says_so(page):
     """A reader put the step on query 5, then tabbed to token 9 b: the lines showed query 9
     while the readout and the bars spoke of query 5. The lines view says whose lines it draws:
     the focused token's, not the step's query, which comes back when the focus leaves."""
-    root = show(page, ch08.trained_head_lines(query=5))
+    root = show(page, trained_heads.trained_head_lines(query=5))
     labels = json.loads(root.locator('[data-view="lines"]').get_attribute("data-values"))
     assert labels["focus"]["index"] == 5
     five = labels["focus"]["label"]
@@ -252,7 +252,7 @@ def test_hovering_the_tokens_moves_none_of_them(page):
     """The readout above the token columns grew from one line to two for some tokens, the
     columns dropped 23 px and the pointer landed on another token: nothing above the columns
     changes with the pointer, so each token hovered is the token shown."""
-    root = show(page, ch08.trained_head_lines(query=5))
+    root = show(page, trained_heads.trained_head_lines(query=5))
     narrow(page, root)
     for side in ("query", "key"):
         buttons = root.locator(f'[data-view="lines"] button[aria-label^="{side} "]')

@@ -30,9 +30,10 @@ from live_figures import (
     wait_drawn,
 )
 
-from mha import record_attention, tasks, tiny
+from mha import record_attention
 from mha.configs import MODELS, kv_cache_bytes
-from mha.live import ch11
+from mha_book import tasks, tiny
+from mha_book.figures import kv_cache
 
 pytestmark = pytest.mark.browser
 
@@ -40,12 +41,12 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def full_weights():
     """The decoder's self-attention weights (H, L, L) per layer, all 12 positions at once."""
-    run = ch11.decode_run()
+    run = kv_cache.decode_run()
     model = tiny.load_pretrained("translation")
-    sentence = tasks.make_task("translation").sample(1, seed=ch11.SEED)
+    sentence = tasks.make_task("translation").sample(1, seed=kv_cache.SEED)
     with torch.no_grad(), record_attention(model) as rec:
         model(sentence.inputs, run["ids"][:, :-1])
-    return {n: rec[f"decoder.layers.{n}.self_attn"][0] for n in ch11.LAYERS}
+    return {n: rec[f"decoder.layers.{n}.self_attn"][0] for n in kv_cache.LAYERS}
 
 
 def check_decode(root, full_weights):
@@ -65,11 +66,11 @@ def check_size(root):
     assert same(drawn(root, "sizes"), want), v
     # the slider offers this model's contexts only, up to the one the chapter's table gives
     slider = root.locator('[data-knob="context"]')
-    assert int(slider.get_attribute("max")) == ch11.CONTEXTS.index(c.context), v
+    assert int(slider.get_attribute("max")) == kv_cache.CONTEXTS.index(c.context), v
     assert v["context"] <= c.context
     # the growth plot: both axes on a log scale, the package's numbers (a straight line of
     # slope 1 for a cache in proportion to the context)
-    growth = ch11.size_state(v["model"], v["kind"], v["context"])["views"]["growth"]
+    growth = kv_cache.size_state(v["model"], v["kind"], v["context"])["views"]["growth"]
     assert same(drawn(root, "growth"), [series["y"] for series in growth["series"]]), v
     assert "Both axes on a log scale" in label(root, "growth")
     return v
@@ -110,7 +111,7 @@ def move_size(page, root):
 
 
 def test_decode_steps_draws_what_the_package_computes(page, full_weights):
-    root = show(page, ch11.decode_steps())
+    root = show(page, kv_cache.decode_steps())
     assert check_decode(root, full_weights) == {"step": 0, "layer": 0}
     times = move_decode(page, root, full_weights)
     print(f"\nchapter 11 decoding steps, key press to picture (no build): {timing(times)}; "
@@ -118,7 +119,7 @@ def test_decode_steps_draws_what_the_package_computes(page, full_weights):
 
 
 def test_kv_cache_size_draws_kv_cache_bytes(page):
-    root = show(page, ch11.kv_cache_size())
+    root = show(page, kv_cache.kv_cache_size())
     v = check_size(root)
     assert v["mib"] == 1280 and drawn(root, "sizes")[:2] == [10240, 1280]  # the chapter's 70B
     times = move_size(page, root)
@@ -136,7 +137,7 @@ def test_the_context_slider_stops_at_each_models_context(page):
     2,048 and the value with it; back to Mistral, the end is 8,192 again. Choosing a model moves
     the slider to that model's own context, so the bars show the chapter table's number (Llama 2
     7B: 2 GiB at 4,096 tokens, not 1 GiB at the 2,048 the slider was left at)."""
-    root = show(page, ch11.kv_cache_size(model="Mistral 7B", context=8192))
+    root = show(page, kv_cache.kv_cache_size(model="Mistral 7B", context=8192))
     assert values(root)["built_mib"] == 512  # the sliding window: 4,096 positions kept
     model = root.locator('[data-knob="model"]')
     model.select_option(str(list(MODELS).index("GPT-3 175B")))
@@ -163,7 +164,7 @@ def test_the_context_slider_stops_at_each_models_context(page):
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_ch11_figures_pass_axe(page, dark):
-    for figure in (ch11.decode_steps(), ch11.kv_cache_size()):
+    for figure in (kv_cache.decode_steps(), kv_cache.kv_cache_size()):
         show(page, figure, dark=dark)
         problems = axe_violations(page)
         assert not problems, f"{figure.name} ({'dark' if dark else 'light'}): {problems}"
@@ -175,8 +176,8 @@ def test_phone_touch(browser, full_weights):
                                   is_mobile=True, device_scale_factor=2)
     page = context.new_page()
     try:
-        for figure, button in ((ch11.decode_steps(step=11), "next token (step): previous step"),
-                               (ch11.kv_cache_size(), None)):
+        for figure, button in ((kv_cache.decode_steps(step=11), "next token (step): previous step"),
+                               (kv_cache.kv_cache_size(), None)):
             root = show(page, figure)
             before = root.get_attribute("data-draws")
             if button:
@@ -223,7 +224,7 @@ def test_a_figure_the_page_is_still_parsing_is_mounted_once_it_is_all_there(page
     output after running its script), and a timer that fired while the page was still arriving
     found the second figure's root before its spec. Here the page arrives in two parts, the
     second figure cut before its spec, with a pause between: no error, both figures drawn."""
-    first, second = ch11.decode_steps(), ch11.kv_cache_size()
+    first, second = kv_cache.decode_steps(), kv_cache.kv_cache_size()
     page_html = first.page().replace("</main>", second.html() + "</main>")
     cut = page_html.index('<script type="application/json" class="mha-spec">',
                           page_html.index('data-figure="kv-cache-size"'))

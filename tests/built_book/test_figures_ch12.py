@@ -29,7 +29,7 @@ from live_figures import (
     wait_drawn,
 )
 
-from mha.live import ch12
+from mha_book.figures import rope
 
 pytestmark = pytest.mark.browser
 
@@ -42,12 +42,12 @@ def by_hand(x, position):
 
 def check(root):
     v = values(root)
-    q, k = ch12._vectors()
+    q, k = rope._vectors()
     qm, kn = by_hand(q, v["m"]), by_hand(k, v["n"])
     want = [[[float(qm[j]), float(qm[j + 4])], [float(kn[j]), float(kn[j + 4])],
              [float(q[j]), float(q[j + 4])]] for j in range(4)]
     assert same(drawn(root, "pairs"), want), v
-    curve = [float(by_hand(q, max(d, 0)) @ by_hand(k, max(-d, 0))) for d in ch12.DISTANCES]
+    curve = [float(by_hand(q, max(d, 0)) @ by_hand(k, max(-d, 0))) for d in rope.DISTANCES]
     assert same(drawn(root, "score"), [curve, curve]), v
     assert abs(v["score"] - float(qm @ kn)) < 1e-3
     assert f"distance {v['m'] - v['n']};" in readout(root)
@@ -74,7 +74,7 @@ def move(page, root):
 
 
 def test_rope_rotation_draws_the_rotated_pairs(page):
-    root = show(page, ch12.rope_rotation())
+    root = show(page, rope.rope_rotation())
     v = check(root)
     assert (v["m"], v["n"]) == (3, 0)
     score = v["score"]
@@ -90,7 +90,7 @@ def test_rope_rotation_draws_the_rotated_pairs(page):
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_ch12_figure_passes_axe(page, dark):
-    show(page, ch12.rope_rotation(), dark=dark)
+    show(page, rope.rope_rotation(), dark=dark)
     problems = axe_violations(page)
     assert not problems, f"rope-rotation ({'dark' if dark else 'light'}): {problems}"
 
@@ -101,7 +101,7 @@ def test_phone_touch(browser):
                                   is_mobile=True, device_scale_factor=2)
     page = context.new_page()
     try:
-        root = show(page, ch12.rope_rotation())
+        root = show(page, rope.rope_rotation())
         before = root.get_attribute("data-draws")
         root.locator('[data-knob="n"]').tap()
         page.wait_for_function("([el, n]) => el.dataset.draws !== n",

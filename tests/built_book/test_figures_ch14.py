@@ -32,7 +32,7 @@ from live_figures import (
 )
 
 from mha.configs import kv_cache_bytes, latent_cache_bytes
-from mha.live import ch14
+from mha_book.figures import modern_layers
 
 pytestmark = pytest.mark.browser
 
@@ -41,14 +41,14 @@ PAGE = "chapters/14_modern_attention.html"
 
 @lru_cache(maxsize=1)
 def cache_figure():
-    return ch14.kv_bytes()
+    return modern_layers.kv_bytes()
 
 
 @pytest.fixture(scope="module")
 def recorded():
     """Layer 1's weights (H, L, L) on the figure's line as the model computes them
-    (``mha.record_attention``; tests/test_live_ch14.py checks this against its own recording)."""
-    return ch14.head_problem()[3]
+    (``mha.record_attention``; tests/test_figure_modern_layers.py checks this against its own recording)."""
+    return modern_layers.head_problem()[3]
 
 
 # ----------------------------------------------------------------------------- kv-bytes
@@ -60,11 +60,11 @@ def check_bytes(root):
     kib = [kv_cache_bytes(61, h, 128) / 2**10, kv_cache_bytes(61, kv, 128) / 2**10,
            kv_cache_bytes(61, 1, 128) / 2**10, latent_cache_bytes(61, rank, 64) / 2**10]
     assert same(drawn(root, "sizes"), kib), v
-    mib = [[kv_cache_bytes(61, h, 128, n) / 2**20 for n in ch14.CONTEXTS],
-           [kv_cache_bytes(61, kv, 128, n) / 2**20 for n in ch14.CONTEXTS],
-           [latent_cache_bytes(61, rank, 64, n) / 2**20 for n in ch14.CONTEXTS]]
+    mib = [[kv_cache_bytes(61, h, 128, n) / 2**20 for n in modern_layers.CONTEXTS],
+           [kv_cache_bytes(61, kv, 128, n) / 2**20 for n in modern_layers.CONTEXTS],
+           [latent_cache_bytes(61, rank, 64, n) / 2**20 for n in modern_layers.CONTEXTS]]
     if window != "off":  # every layer windowed: flat from the window on
-        mib.append([kv_cache_bytes(61, kv, 128, min(n, window)) / 2**20 for n in ch14.CONTEXTS])
+        mib.append([kv_cache_bytes(61, kv, 128, min(n, window)) / 2**20 for n in modern_layers.CONTEXTS])
     assert same(drawn(root, "growth"), mib), v
     assert "Both axes on a log scale" in label(root, "growth")
     text = readout(root)
@@ -72,7 +72,7 @@ def check_bytes(root):
     assert f"{kv_cache_bytes(61, kv, 128):,} bytes" in text
     assert f"{latent_cache_bytes(61, rank, 64):,} bytes" in text and "cannot" not in text
     knob = root.locator('[data-knob="kv_heads"]')
-    assert int(knob.input_value()) == ch14.KV_HEADS.index(kv)
+    assert int(knob.input_value()) == modern_layers.KV_HEADS.index(kv)
     return v
 
 
@@ -92,7 +92,7 @@ def move_bytes(page, root):
 
 
 def test_kv_bytes_draws_the_packages_bytes(page):
-    root = show(page, ch14.kv_bytes())
+    root = show(page, modern_layers.kv_bytes())
     v = check_bytes(root)
     assert v == {"num_heads": 128, "kv_heads": 8, "kv_rank": 512, "window": "off"}
     assert drawn(root, "sizes") == [3904, 244, 30.5, 68.625]  # KiB per token
@@ -107,10 +107,10 @@ def test_kv_bytes_draws_the_packages_bytes(page):
 def test_more_kv_heads_than_query_heads_snap_back(page):
     """8 query heads: choosing 128 kv heads (a click, then the keyboard's End) draws 8, the
     select shows 8, and the readout is that of 8, with no error."""
-    root = show(page, ch14.kv_bytes(num_heads=8, kv_heads=4))
+    root = show(page, modern_layers.kv_bytes(num_heads=8, kv_heads=4))
     knob = root.locator('[data-knob="kv_heads"]')
     before = root.get_attribute("data-draws")
-    knob.select_option(str(ch14.KV_HEADS.index(128)))
+    knob.select_option(str(modern_layers.KV_HEADS.index(128)))
     page.wait_for_function("([el, n]) => el.dataset.draws !== n",
                            arg=[root.element_handle(), before], timeout=5_000)
     assert check_bytes(root)["kv_heads"] == 8 and knob.input_value() == "3"
@@ -126,13 +126,13 @@ def test_more_kv_heads_than_query_heads_snap_back(page):
 def check_sink(root, recorded):
     v = values(root)
     head, window, sink = v["head"], v["window"], v["sink"]
-    w, on_sink = ch14.sink_weights(head, window, sink)
+    w, on_sink = modern_layers.sink_weights(head, window, sink)
     assert same(drawn(root, "weights"), [w.tolist()]), v
     if (window, sink) == ("full", "off"):  # the model's own weights
         assert same(drawn(root, "weights"), [recorded[head].tolist()]), v
-    nl = [i for i, ch in enumerate(ch14.TEXT) if ch == "\n"]
+    nl = [i for i, ch in enumerate(modern_layers.TEXT) if ch == "\n"]
     breaks = w[:, nl].sum(-1)
-    trained = ch14.sink_weights(head, "full", "off")[0][:, nl].sum(-1)
+    trained = modern_layers.sink_weights(head, "full", "off")[0][:, nl].sum(-1)
     # no sink: zeros on the sink; the line as trained only where it differs from the first
     lines = [breaks.tolist(), on_sink.tolist()]
     if (window, sink) != ("full", "off"):
@@ -163,12 +163,12 @@ def move_sink(page, root, recorded):
 
 
 def test_window_sink_draws_sink_attention(page, recorded):
-    root = show(page, ch14.window_sink())
+    root = show(page, modern_layers.window_sink())
     v = check_sink(root, recorded)
     assert (v["head"], v["window"], v["sink"]) == (0, "full", "off")
     assert label(root, "weights").count("\u21b5") >= 2  # a row label and a column label
     times = move_sink(page, root, recorded)
-    assert values(root)["head"] == ch14.HEADS[-1]
+    assert values(root)["head"] == modern_layers.HEADS[-1]
     print(f"\nchapter 14 window and sink, key press to picture (no build): {timing(times)}; "
           f"redraw {timing(DRAW_MS[-len(times):])}")
     assert not page.errors, page.errors
@@ -178,7 +178,7 @@ def test_window_sink_draws_sink_attention(page, recorded):
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_ch14_figures_pass_axe(page, dark):
-    for figure in (ch14.kv_bytes(), ch14.window_sink()):
+    for figure in (modern_layers.kv_bytes(), modern_layers.window_sink()):
         show(page, figure, dark=dark)
         problems = axe_violations(page)
         assert not problems, f"{figure.name} ({'dark' if dark else 'light'}): {problems}"
@@ -189,7 +189,7 @@ def test_phone_touch(browser, recorded):
     context = phone(browser)
     page = context.new_page()
     try:
-        for figure, knob in ((ch14.kv_bytes(), "kv_rank"), (ch14.window_sink(), "sink")):
+        for figure, knob in ((modern_layers.kv_bytes(), "kv_rank"), (modern_layers.window_sink(), "sink")):
             root = show(page, figure)
             before = root.get_attribute("data-draws")
             root.locator(f'[data-knob="{knob}"]').tap()  # the slider's middle: a new value
@@ -225,7 +225,7 @@ def test_chapter_14_figures_live_in_the_built_book(page, book_url, recorded):
     sink.scroll_into_view_if_needed()
     check_sink(sink, recorded)
     assert values(sink)["window"] == "full"
-    assert drawn(sink, "weights")[0][0] == [1] + [0] * (len(ch14.TEXT) - 1)  # query 0: itself
+    assert drawn(sink, "weights")[0][0] == [1] + [0] * (len(modern_layers.TEXT) - 1)  # query 0: itself
     times += move_sink(page, sink, recorded)
     print(f"\nchapter 14 (built book), key press to picture: {timing(times)}; "
           f"redraw {timing(DRAW_MS[-len(times):])}")

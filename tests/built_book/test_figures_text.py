@@ -1,4 +1,4 @@
-"""The Shakespeare model's live figure in Chromium: the Shakespeare model runs in the page (mha.live.text).
+"""The Shakespeare model's live figure in Chromium: the Shakespeare model runs in the page (mha_book.figures.text_heads).
 
 Without a build: the figure alone in a blank page. For every passage and for texts typed from
 the keyboard (at the end, where the page recomputes only the new position, and at the start,
@@ -33,8 +33,8 @@ from live_figures import (
     wait_drawn,
 )
 
-from mha.live import text as T
 from mha.live import text_heads
+from mha_book.figures import text_heads as T
 
 pytestmark = pytest.mark.browser
 

@@ -28,6 +28,7 @@ from live_figures import (
 )
 
 import mha
+import mha_book
 
 pytestmark = pytest.mark.browser
 
@@ -136,9 +137,9 @@ def word_pieces():
 
 
 def characters():
-    from mha.language_model import PASSAGES, token_labels
+    from mha_book.language_model import PASSAGES, token_labels
 
-    lm = mha.load_language_model()
+    lm = mha_book.load_language_model()
     line = PASSAGES["Twelfth Night: the Duke"][:28]
     with torch.no_grad(), mha.record_attention(lm) as recorded:
         lm(lm.encode(line)[None])

@@ -31,6 +31,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from mha_book.figures import modern_layers, scaled_scores
+
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "chapters" / "07_attention_explorer.ipynb"
 CHAPTER_02 = ROOT / "chapters" / "02_scaled_dot_product.ipynb"
@@ -211,7 +213,6 @@ def test_dk_slider_redraws_in_jupyterlab(browser, lab):
 
     import torch
 
-    from mha.live import ch02
 
     context, page, outside = local_page(browser)
     try:
@@ -222,7 +223,7 @@ def test_dk_slider_redraws_in_jupyterlab(browser, lab):
         # as a drag of the slider would
         start = json.loads(root.get_attribute("data-state"))
         assert (start["d_k"], start["scaled"]) == (1, False), start
-        at64 = ch02.dk_softmax().controls[0].values.index(64)  # the slider's index of 64
+        at64 = scaled_scores.dk_softmax().controls[0].values.index(64)  # the slider's index of 64
         set_slider(root.locator('[data-knob="d_k"]'), at64)
         page.wait_for_function("el => JSON.parse(el.dataset.state).d_k === 64",
                                arg=root.element_handle(), timeout=10_000)
@@ -243,7 +244,7 @@ def test_dk_slider_redraws_in_jupyterlab(browser, lab):
             assert (s["d_k"], s["scaled"]) == (64, scaled), s
             drawn = json.loads(root.locator('canvas[data-view="weights"]')
                                .get_attribute("data-values"))
-            torch.testing.assert_close(torch.tensor(drawn), ch02.dk_weights(64, scaled),
+            torch.testing.assert_close(torch.tensor(drawn), scaled_scores.dk_weights(64, scaled),
                                        atol=1e-3, rtol=0)
         print(f"\nJupyterLab: chapter 02's d_k figure, click on the scale box to picture: "
               f"median {statistics.median(times):.1f} ms, worst {max(times):.1f} ms")
@@ -309,7 +310,7 @@ def test_typing_into_the_shakespeare_figure_in_jupyterlab(browser, lab):
     the model in the page, and the weights it drew equal the package's to 1e-3."""
     import torch
 
-    from mha.live import text as T
+    from mha_book.figures import text_heads as T
 
     context, page, outside = local_page(browser)
     try:
@@ -343,14 +344,13 @@ def test_chapter_14_figures_move_in_jupyterlab(browser, lab):
     the window/sink figure redraw with the package's numbers (both figures draw in the page)."""
     import torch
 
-    from mha.live import ch14
 
     context, page, outside = local_page(browser)
     try:
         root = open_figure(page, lab, CHAPTER_14, "kv-bytes")
         rank = root.locator('[data-knob="kv_rank"]')
         rank.scroll_into_view_if_needed()
-        set_slider(rank, ch14.KV_RANKS.index(1024))
+        set_slider(rank, modern_layers.KV_RANKS.index(1024))
         page.wait_for_function("el => JSON.parse(el.dataset.state).kv_rank === 1024",
                                arg=root.element_handle(), timeout=10_000)
         assert "61 x (1024 + 64) x 2 bytes = 132,736 bytes" in root.inner_text()
@@ -358,12 +358,12 @@ def test_chapter_14_figures_move_in_jupyterlab(browser, lab):
         sink = page.locator('.mha-live[data-figure="window-sink"]').first
         knob = sink.locator('[data-knob="sink"]')
         knob.scroll_into_view_if_needed()
-        set_slider(knob, ch14.SINKS.index(12))
+        set_slider(knob, modern_layers.SINKS.index(12))
         page.wait_for_function("el => JSON.parse(el.dataset.state).sink === 12",
                                arg=sink.element_handle(), timeout=10_000)
         drawn = json.loads(sink.locator('canvas[data-view="weights"]')
                            .get_attribute("data-values"))
-        expected, _ = ch14.sink_weights(0, "full", 12)
+        expected, _ = modern_layers.sink_weights(0, "full", 12)
         torch.testing.assert_close(torch.tensor(drawn, dtype=torch.float32).reshape(
             expected.shape), expected, atol=2e-3, rtol=0)
         assert "73.1% on the sink" in sink.inner_text()

@@ -24,8 +24,9 @@ from live_figures import (
     texts,
 )
 
-from mha import live, widgets
-from mha.live import explorer
+from mha import live
+from mha_book import widgets
+from mha_book.figures import explorer
 
 pytestmark = pytest.mark.browser
 

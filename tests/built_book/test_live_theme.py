@@ -9,7 +9,7 @@ the figure alone with the page's dark colours) it uses the dark palette.
 import pytest
 from live_figures import axe_violations, root_of, set_dark, wait_drawn
 
-from mha.live import ch05
+from mha_book.figures import batched_heads
 
 pytestmark = pytest.mark.browser
 
@@ -23,7 +23,7 @@ def scheme(root):
 
 
 def test_a_figure_on_the_books_dark_mode_panel_uses_the_light_palette(page):
-    figure = ch05.fold_valid_lens()
+    figure = batched_heads.fold_valid_lens()
     page.set_content(f"<html><body>{PANEL.format(figure.html())}</body></html>")
     set_dark(page)  # the page is dark; the output panel stays light
     root = root_of(page, figure.name)
@@ -35,7 +35,7 @@ def test_a_figure_on_the_books_dark_mode_panel_uses_the_light_palette(page):
 
 
 def test_a_figure_on_a_dark_page_uses_the_dark_palette(page):
-    figure = ch05.fold_valid_lens()
+    figure = batched_heads.fold_valid_lens()
     page.set_content(f"<html><body>{figure.html()}</body></html>")
     set_dark(page)
     root = root_of(page, figure.name)

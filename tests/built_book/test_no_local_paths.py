@@ -2,7 +2,7 @@
 and no path in the builder's home directory, in any page, script, source or data file.
 
 Such a path is both a leak (the published book prints where its builder keeps files) and a bug:
-a default argument like ``PosixPath('/…/mha/weights/positions.pt')`` in the API reference is as
+a default argument like ``PosixPath('/…/mha_book/weights/positions.pt')`` in the API reference is as
 long as the clone's directory, so whether a page fits its column depended on where the repository
 was cloned. ``.ci/run`` builds and tests the book from a clone under a directory whose path is over
 120 characters, so a path that slips in shows up there as well as here.
@@ -34,7 +34,7 @@ def leaks(text: str) -> list[str]:
 
 
 def test_leaks_finds_a_path_in_a_signature():
-    signature = f"load_models(path=PosixPath('{ROOT}/mha/weights/positions.pt'), device=None)"
+    signature = f"load_models(path=PosixPath('{ROOT}/mha_book/weights/positions.pt'), device=None)"
     assert "the checkout's absolute path" in leaks(signature)
     assert leaks("load_models(path=None, device=None)") == []
 

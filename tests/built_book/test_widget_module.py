@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from mha import widgets
-from mha.live import explorer as live_explorer
 from mha.live import picture
+from mha_book import widgets
+from mha_book.figures import explorer as live_explorer
 
 pytestmark = pytest.mark.browser
 

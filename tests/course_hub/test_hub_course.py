@@ -50,13 +50,13 @@ import pytest
 import requests
 from nbgrader.api import Gradebook
 
-import mha
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests" / "assignments"))
 import hub_course  # noqa: E402
 import test_nbgrader  # noqa: E402 (its typical wrong answers)
+
+import mha_book  # noqa: E402
 
 CHAPTER = "00_preface"
 NOTEBOOK = f"{CHAPTER}/{CHAPTER}.ipynb"
@@ -370,7 +370,7 @@ def test_the_export_per_question(course):
 
 
 def test_each_student_fetched_their_own_feedback(course):
-    failure = mha.exercises.check(CHECK, WRONG_FUNCTION, verbose=False)
+    failure = mha_book.exercises.check(CHECK, WRONG_FUNCTION, verbose=False)
     assert not failure.passed
     for name, pages in course["feedback"].items():
         assert len(pages) == 1, (name, list(pages))

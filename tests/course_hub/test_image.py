@@ -93,7 +93,7 @@ def test_the_image_installs_the_files_the_course_test_installs(docker):
     assert ("pip install --no-cache-dir -r /tmp/mha/requirements-nbgrader.txt"
             " -r /tmp/mha/requirements-hub.txt") in commands
     assert "pip install --no-cache-dir --no-deps /opt/mha-book" in commands
-    for part in ("pyproject.toml", "mha", "chapters", "scripts"):
+    for part in ("pyproject.toml", "mha", "mha_book", "chapters", "scripts"):
         assert any(part in sources for *sources, _ in copies), part
 
 

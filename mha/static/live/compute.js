@@ -38,7 +38,7 @@ function attention(q, k, o) {
 function windowed(allowed, w) {
   return typeof w !== "number" ? allowed : function (i, j) { return j <= i && j > i - w && allowed(i, j); };
 }
-// the captions' words for a sink s (as mha.explore.sink_said): the share it took, 1 - a row's
+// the captions' words for a sink s (as mha_book.explore.sink_said): the share it took, 1 - a row's
 // sum on average over every head and query
 function sinkSaid(grids, s) {
   if (typeof s !== "number") return "";
@@ -50,9 +50,9 @@ function sinkSaid(grids, s) {
   return ", sink s = " + s + ": rows sum to " + kept.toFixed(2) + " on average (" + (1 - kept).toFixed(2) + " to the sink)";
 }
 
-// chapter 07's explorer (mha.live.explorer): too many settings to list, so the page computes
+// chapter 07's explorer (mha_book.figures.explorer): too many settings to list, so the page computes
 // the weights from the queries and keys Python exported (split into heads, mask and window,
-// temperature, softmax with the sink), the same arithmetic as mha.explore.explore_once
+// temperature, softmax with the sink), the same arithmetic as mha_book.explore.explore_once
 COMPUTE.explorer = function (v, data, changed, root) {
   var memo = root.mhaMemo || (root.mhaMemo = { cache: {} }), src = data.sources[v.source];
   var trained = src.kind !== "random", out = { options: {}, disabled: {}, set: {} };
@@ -72,7 +72,7 @@ COMPUTE.explorer = function (v, data, changed, root) {
     memo.readerT = undefined;
   }
   memo.lastSource = v.source;
-  // without grouping (num_kv_heads = num_heads) the two move together, as in mha.widgets
+  // without grouping (num_kv_heads = num_heads) the two move together, as in mha_book.widgets
   var prevH = memo.lastH === undefined ? v.num_heads : memo.lastH;
   if (changed === "num_heads" && v.num_kv_heads === prevH) out.set.num_kv_heads = v.num_heads;
   memo.lastH = v.num_heads;
@@ -130,7 +130,7 @@ COMPUTE.explorer = function (v, data, changed, root) {
       sentence: v.sentence } };
 };
 
-// the explorer's second view, one head as lines (mha.live.explorer's "view" control picks the
+// the explorer's second view, one head as lines (mha_book.figures.explorer's "view" control picks the
 // heatmaps or the lines of the same weights; the lines view has its own head picker)
 COMPUTE.explorer = (function (heatmaps) {
   return function (v, data, changed, root) {
@@ -150,7 +150,7 @@ function ints16(b64) { // base64 of little-endian int16 -> Int16Array
 }
 // split-heads: the numbers 1..rows*cols, split into heads by mha.split_heads (or the reshape
 // without transpose) and merged back by mha.merge_heads, as Python exported them; the page
-// only finds the chosen number in them (mha.live.ch05.split_state draws the same in Python)
+// only finds the chosen number in them (mha_book.figures.batched_heads.split_state draws the same in Python)
 COMPUTE["split-heads"] = function (v, data, changed, root) {
   var memo = root.mhaSplit || (root.mhaSplit = {}), R = data.rows, C = data.cols, H = v.num_heads;
   var Dh = C / H, key = H + "," + (v.wrong ? 1 : 0), input = memo.input || (memo.input = ints16(data.input));

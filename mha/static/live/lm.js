@@ -1,5 +1,5 @@
-// Part 7 of 9: the Shakespeare language model in the page (mha.live.text): the forward pass of
-// mha.language_model.LanguageModel in plain JavaScript, as far as the attention weights need it,
+// Part 7 of 9: the Shakespeare language model in the page (mha_book.figures.text_heads): the forward pass of
+// mha_book.language_model.LanguageModel in plain JavaScript, as far as the attention weights need it,
 // on the parameters Python exported (base64 of float16, the shipped values exactly), and the
 // compute "text-heads": every head's weights and scores on a passage or the reader's own text.
 

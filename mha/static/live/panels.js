@@ -53,7 +53,7 @@ function arrows(canvas, d, t) {
 }
 CANVAS_VIEWS.arrows = arrows;
 
-// (mha/live/ch05.py) strips: d = {panels: [{title, grid, focus}], heads, d_head, rows, cols,
+// (mha_book/figures/batched_heads.py) strips: d = {panels: [{title, grid, focus}], heads, d_head, rows, cols,
 // labels, caption}. Panels 0 and 2 are rows x cols grids of categories (heads); panel 1 is the
 // split tensor, heads * rows rows of d_head, drawn with its heads side by side; focus is
 // [row, col] or [head, row, col]. One colour per head from HEAD_COLOURS: 16 colours chosen

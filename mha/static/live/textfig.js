@@ -1,4 +1,4 @@
-// Part 8 of 9: the Shakespeare figure (mha.live.text.text_heads): head scores, what a text the
+// Part 8 of 9: the Shakespeare figure (mha_book.figures.text_heads.text_heads): head scores, what a text the
 // model cannot read says, and the compute "text-heads" that runs lm.js's model at every change.
 // head scores as mha.head_scores computes them, on the current text of length L: the mean
 // weight on the previous character (null below 2 characters), and the prefix-matching score:
@@ -28,7 +28,7 @@ TextModel.prototype.scores = function (L, n) {
   return out;
 };
 
-// Why the model cannot read a text (a sentence), or null; the same words as mha.live.text's
+// Why the model cannot read a text (a sentence), or null; the same words as mha_book.figures.text_heads's
 // text_problem
 function textProblem(text, data) {
   var C = data.model.config.context_length, bad = [];
@@ -40,7 +40,7 @@ function textProblem(text, data) {
     return ch === "\t" ? "tab" : ch === "\r" ? "carriage return" : "'" + ch + "'"; }).join(", ") + "; it reads " + data.allowed;
 }
 
-// the figure (mha.live.text.text_heads): choosing a passage puts its text in the box; typing a
+// the figure (mha_book.figures.text_heads.text_heads): choosing a passage puts its text in the box; typing a
 // text names the passage it equals, or "your own text" (kept, to come back to it)
 COMPUTE["text-heads"] = function (v, data, changed, root) {
   var m = root.mhaText, set = {};
