@@ -309,6 +309,16 @@ def test_every_check_has_course_variants_and_its_forbidden_calls_resolve():
             assert grader._resolved(label)[1], label
 
 
+def test_a_course_forbids_more_in_its_own_grader(monkeypatch):
+    # appendix/teachers.md: COURSE_FORBIDDEN in course/grading/mha_grader.py
+    monkeypatch.setitem(grader.COURSE_FORBIDDEN, "softmax", ["torch.exp"])
+    check = grader.spec("softmax")
+    assert check.forbidden[-1] == "torch.exp"
+    assert "torch.exp" in grader._forbidden_labels(check)
+    monkeypatch.delitem(grader.COURSE_FORBIDDEN, "softmax")
+    assert "torch.exp" not in grader.spec("softmax").forbidden
+
+
 def fingerprint(x):
     """A comparable picture of a case's arguments (tensors by value, a
     function by its name and the values it closes over)."""
