@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import mha_book
+import mha_book.figures
 from mha.live import figure as F
 from mha.live import views
 
@@ -118,8 +120,8 @@ def test_the_bundle_is_valid_javascript(tmp_path):
 
 
 def test_imports_go_one_way():
-    """views and style import nothing of mha.live; figure only them; a chapter module never
-    another chapter's (explorer is chapter 07's)."""
+    """views and style import nothing of mha.live; figure only them; a figure of the book
+    (mha_book/figures/) never imports another figure's module."""
     def imported(path):
         tree = ast.parse(path.read_text())
         return {n.module for n in ast.walk(tree)
@@ -127,9 +129,16 @@ def test_imports_go_one_way():
 
     assert imported(LIVE / "views.py") == imported(LIVE / "style.py") == set()
     assert imported(LIVE / "figure.py") == {"views", "style"}
-    chapters = {p.stem for p in LIVE.glob("ch*.py")} | {"explorer"}
-    for name in chapters:
-        assert not imported(LIVE / f"{name}.py") & (chapters - {name}), name
+    figures = Path(mha_book.figures.__file__).parent
+    names = {p.stem for p in figures.glob("*.py")} - {"__init__"}
+    assert len(names) >= 13
+    for path in figures.glob("*.py"):
+        if path.stem == "__init__":
+            continue
+        absolute = {n.module.rsplit(".", 1)[-1] for n in ast.walk(ast.parse(path.read_text()))
+                    if isinstance(n, ast.ImportFrom) and n.module
+                    and n.module.startswith("mha_book.figures.")}
+        assert not (imported(path) | absolute) & (names - {path.stem}), path.stem
 
 
 def test_plot_rings_only_the_series_named():

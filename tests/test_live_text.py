@@ -16,8 +16,8 @@ import torch
 
 from mha import head_scores
 from mha.live import figure as F
-from mha.live import text_heads
-from mha_book.figures import text_heads as T
+from mha_book.figures import shakespeare_heads as T
+from mha_book.figures import text_heads
 from mha_book.language_model import VOCAB, load_language_model
 
 ROOT = Path(__file__).resolve().parents[1]

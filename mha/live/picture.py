@@ -24,7 +24,7 @@ model is not found; it does not fall back to an output's HTML.
 import re
 from functools import lru_cache
 
-from mha.live.figure import CSS, JS_DIR, script
+from .figure import CSS, JS_DIR, script
 
 __all__ = ["ENTRY", "markup", "module", "picture_class", "styles"]
 

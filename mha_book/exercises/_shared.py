@@ -9,7 +9,7 @@ import torch
 
 from mha import blockwise, functional, layer, modern
 from mha_book.exercises import Case
-from mha_book.figures.one_vs_many import product_of_heads
+from mha_book.figures.one_big_head import product_of_heads
 
 
 def variant(name, args, kwargs=None):
