@@ -87,7 +87,8 @@ course-test: $(HUB_STAMP) $(CHP)
 	$(NBG_BIN)/python -m pytest tests/course_hub --noconftest -v -s -p no:cacheprovider
 
 lint: setup
-	$(BIN)/ruff check mha tests benchmarks scripts
+	$(BIN)/ruff check mha mha_book tests benchmarks scripts
+	$(BIN)/lint-imports
 
 # transformers, for the parity tests only (tests/test_parity_hf.py): never a dependency of mha nor
 # of the book's build, so it is installed here, for `make unit`, and nowhere else
