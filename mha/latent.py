@@ -18,8 +18,9 @@ A cache keeps only c and k_rope: R + Dr numbers per token, for all the heads tog
 queries and attend over the latents themselves (one key/value "head" shared by all H, as in
 multi-query attention), then apply W_uv to the output, which is a weighted sum of latents.
 
-The attention step is the layer's attention function (``attn_implementation``, ``"sdpa"`` by
-default; ``mha.attention_functions``), as in ``MultiHeadAttention``.
+The attention step is the layer's attention function (``attn_implementation``,
+``"sdpa"`` by default; ``mha.attention_functions``), as in
+``MultiHeadAttention``.
 """
 
 import math
@@ -53,7 +54,7 @@ class LatentAttention(nn.Module):
     ``apply_rope`` (base ``rope_base``, pairs as ``interleaved`` says) rotates the rope parts
     only; scores are scaled by 1 / sqrt(Dn + Dr).
 
-    ``attn_implementation`` (default ``"sdpa"``): the attention function the layer calls.
+    ``attn_implementation`` (default ``"sdpa"``): its attention function.
     """
 
     attn_implementation = AttentionName("sdpa")
@@ -109,8 +110,8 @@ class LatentAttention(nn.Module):
         past = self._check_forward(x, mask, is_causal, need_weights, cache, absorb)
         (B, Lq, _), H = x.shape, self.num_heads
         Dn, Dr, R = self.qk_nope_dim, self.qk_rope_dim, self.kv_rank
-        allowed, causal = layer_mask(mask, None, is_causal, (B, H, Lq, past + Lq), x.device,
-                                     cached=cache is not None)
+        allowed, causal = layer_mask(mask, None, is_causal, (B, H, Lq, past + Lq),
+                                     x.device, cached=cache is not None)
         if self.q_rank is None:
             q = self.W_q(x)  # (B, Lq, D) -> (B, Lq, H*(Dn+Dr))
         else:
@@ -165,11 +166,13 @@ class LatentAttention(nn.Module):
         return torch.einsum("bhqr,hvr->bhqv", out, w_uv), weights
 
     def _attention(self, q, k, v, allowed, causal, scale, need_weights):
-        """q (B, H, Lq, Dk), k (B, 1 or H, Lk, Dk), v (B, 1 or H, Lk, Dv) -> (B, H, Lq, Dv) and
-        the weights (B, H, Lq, Lk) or None, by the layer's attention function."""
+        """q (B, H, Lq, Dk), k (B, 1 or H, Lk, Dk), v (B, 1 or H, Lk, Dv)
+        -> (B, H, Lq, Dv) and the weights (B, H, Lq, Lk) or None, by the
+        layer's attention function."""
         H = q.size(1)
-        # one key/value "head" shared by all: broadcast over the heads, a view (no copies)
-        k, v = k.expand(-1, H, -1, -1), v.expand(-1, H, -1, -1)  # (B, H, Lk, Dk|Dv)
+        # one key/value "head" for all: broadcast, a view (no copies)
+        k = k.expand(-1, H, -1, -1)  # (B, 1 or H, Lk, Dk) -> (B, H, Lk, Dk)
+        v = v.expand(-1, H, -1, -1)  # (B, 1 or H, Lk, Dv) -> (B, H, Lk, Dv)
         attention = attention_function(self.attn_implementation)
         return attention(self, q, k, v, allowed, is_causal=causal, scale=scale,
                          need_weights=need_weights)

@@ -179,7 +179,8 @@ def layer_mask(mask, valid_lens, is_causal, shape, device, *, cached=False,
         allowed = combine_masks(mask, valid_lens, False, shape, device)
         if Lq == 1:  # one new token: it sees every key, nothing to hide
             return allowed, False
-        causal = torch.ones(Lq, Lk, dtype=torch.bool, device=device).tril(Lk - Lq)
+        ones = torch.ones(Lq, Lk, dtype=torch.bool, device=device)
+        causal = ones.tril(Lk - Lq)  # (Lq, Lk): query i sees keys 0 .. P + i
         return (causal if allowed is None else allowed & causal), False
     if is_causal is True and mask is None and valid_lens is None and Lq == Lk:
         return None, True

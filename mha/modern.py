@@ -1,6 +1,6 @@
-"""What 2024-2026 models changed in the attention layer: the pieces behind the options of
-the layer's one forward pass (``window``, ``sinks``; ``qk_norm`` and ``gate`` need nothing here;
-``RotaryMultiHeadAttention`` switches them on).
+"""What 2024-2026 models changed in the attention layer: the pieces behind the
+options of the layer's one forward pass (``window``, ``sinks``; ``qk_norm`` and
+``gate`` need nothing here; ``RotaryMultiHeadAttention`` switches them on).
 
 Shape legend: B batch, H query heads, Hkv key/value heads, Lq/Lk query/key lengths, Dh d_head
 (see ``mha.functional``).
@@ -9,13 +9,14 @@ Shape legend: B batch, H query heads, Hkv key/value heads, Lq/Lk query/key lengt
   absolute position i sees the keys at positions j with ``i - w < j <= i``, its last ``w``
   positions counting itself (Hugging Face's ``sliding_window=w``). ``window_mask`` builds it;
   ``window_attention`` runs the fused kernel block by block of queries over only the keys each
-  block's window reaches, so the cost grows as L * w rather than L * L; ``window_attend`` wraps
-  any attention function of ``mha.attention_functions`` in that window.
+  block's window reaches, so the cost grows as L * w rather than L * L;
+  ``window_attend`` runs any attention function of ``mha.attention_functions``
+  within that window.
 - Attention sinks (gpt-oss): one learned logit ``s_h`` per head joins every row's softmax and is
   then dropped, so a row's weights sum to ``1 / (1 + exp(s_h - logsumexp(scores)))`` < 1:
   a head can put weight "nowhere" instead of on some key. ``sink_attention`` is the explicit
-  formula; ``sink_fused_attention`` has PyTorch's fused kernel compute it, with one extra key;
-  both are the attention function ``"sinks"``.
+  formula; ``sink_fused_attention`` has PyTorch's fused kernel compute it, with one extra key.
+  Together they are the attention function ``"sinks"`` (``sinks``).
 """
 
 import math
@@ -158,7 +159,8 @@ def sink_fused_attention(q, k, v, sinks, allowed=None, causal=False, scale=1.0, 
     if causal:
         allowed = torch.ones(Lq, Lk, dtype=torch.bool, device=q.device).tril(Lk - Lq)
     mask = None if allowed is None else _with_sink_column(allowed)  # (..., Lq, Lk + 1)
-    out = sdpa(q, k, v, mask, scale=scale, dropout_p=dropout_p)  # (B, H, Lq, Dh + pad)
+    # the package's fused wrapper (mha.attention_functions): (B, H, Lq, Dh + pad)
+    out = sdpa(q, k, v, mask, scale=scale, dropout_p=dropout_p)
     return out[..., :Dh]
 
 
@@ -174,7 +176,8 @@ def sinks(module, q, k, v, mask=None, *, is_causal=False, scale=None,
     Lq, Lk = q.size(-2), k.size(-2)
     if need_weights:
         if is_causal:  # bottom-right aligned, as the fused path's blocks
-            mask = torch.ones(Lq, Lk, dtype=torch.bool, device=q.device).tril(Lk - Lq)
+            ones = torch.ones(Lq, Lk, dtype=torch.bool, device=q.device)
+            mask = ones.tril(Lk - Lq)  # (Lq, Lk)
         return sink_attention(q, k, v, module.sinks, mask, scale, dropout_p)
 
     def attend(q, k, v, mask):

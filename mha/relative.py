@@ -43,22 +43,25 @@ def relative_positions(num_queries, num_keys, max_relative_position, device=None
 
 
 @register("relative")
-def relative_attention(module, q, k, v, mask=None, *, is_causal=False, scale=None,
-                       dropout_p=0.0, need_weights=False):
-    """Attention with the relative tables of ``module`` (``relative_key``, ``relative_value``,
-    ``max_relative_position``): q (B, H, Lq, Dh), k and v (B, Hkv, Lk, Dh) -> output
-    (B, H, Lq, Dh) and weights (B, H, Lq, Lk) (None unless ``need_weights``). Always explicit:
-    the relative terms need the weights."""
+def relative_attention(module, q, k, v, mask=None, *, is_causal=False,
+                       scale=None, dropout_p=0.0, need_weights=False):
+    """Attention with the relative tables of ``module`` (``relative_key``,
+    ``relative_value``, ``max_relative_position``): q (B, H, Lq, Dh), k and v
+    (B, Hkv, Lk, Dh) -> output (B, H, Lq, Dh) and weights (B, H, Lq, Lk)
+    (None unless ``need_weights``). Always explicit: the relative terms need
+    the weights."""
     (Lq, Dh), Lk = q.shape[-2:], k.size(-2)
     if is_causal:
         mask = _causal_mask(Lq, Lk, device=q.device)  # (Lq, Lk)
     if mask is not None:
         _checks.check_bool_mask(mask, (*q.shape[:2], Lq, Lk), "(B, H, Lq, Lk)")
     k, v = repeat_kv(k, q.size(1)), repeat_kv(v, q.size(1))  # (B, H, Lk, Dh)
-    index = relative_positions(Lq, Lk, module.max_relative_position, q.device)  # (Lq, Lk)
-    a_k, a_v = module.relative_key(index), module.relative_value(index)  # (Lq, Lk, Dh) each
+    delta = module.max_relative_position
+    index = relative_positions(Lq, Lk, delta, q.device)  # (Lq, Lk)
+    # (Lq, Lk) -> (Lq, Lk, Dh) each
+    a_k, a_v = module.relative_key(index), module.relative_value(index)
     q = q * (1.0 / math.sqrt(Dh) if scale is None else scale)
-    scores = q @ k.transpose(-2, -1)  # (B, H, Lq, Dh) @ (B, H, Dh, Lk) -> (B, H, Lq, Lk)
+    scores = q @ k.transpose(-2, -1)  # (B, H, Lq, Dh) @ (B, H, Dh, Lk)
     scores = scores + torch.einsum("bhqd,qkd->bhqk", q, a_k)  # q_i . a^K_ij
     weights = _softmax_allowed(scores, mask)  # (B, H, Lq, Lk)
     if dropout_p > 0:
