@@ -57,6 +57,6 @@ html[data-theme=dark] .mha-live .mha-error{color:#ff8a80}
 @media (max-width:600px){.mha-live .mha-control textarea{max-height:4.6em}}
 @media (pointer:coarse){.mha-live .mha-control,.mha-live .mha-control select,
  .mha-live .mha-control input[type=range]{min-height:44px}
- .mha-live .mha-control button{min-width:44px;min-height:44px}
+ .mha-live .mha-control button,.mha-live .mha-control select{min-width:44px;min-height:44px}
  .mha-live .mha-control input[type=checkbox]{width:28px;height:28px}}
 </style>"""
