@@ -12,15 +12,14 @@ import html
 import json
 import re
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
 import torch
+from node_js import BOOK, run_modules
 
 import mha
 import mha_book
-from mha.live import figure as F
 from mha_book import sources, widgets
 from mha_book.figures import explorer as webview
 
@@ -150,25 +149,16 @@ NODE = shutil.which("node")
 
 
 def run_page_compute(tmp_path, data, settings):
-    """compute.js's ``COMPUTE.explorer`` in Node.js (after core.js, whose helpers it uses), once
-    per setting of the page's controls: [{grids, caption, state, unused, disabled}]."""
-    front = "\n".join((F.JS_DIR / f"{part}.js").read_text(encoding="utf-8")
-                      for part in ("core", "compute"))
-    data_file = tmp_path / "data.json"
-    data_file.write_text(json.dumps(data))
-    script = tmp_path / "explorer_test.js"
-    script.write_text(
-        '"use strict";\nvar window = {}, document = {}; // core.js looks for a mounted copy\n'
-        f"(function () {{\n{front}\n"
-        f"var data = JSON.parse(require('fs').readFileSync({json.dumps(str(data_file))}));\n"
-        f"console.log(JSON.stringify({json.dumps(settings)}.map(function (v) {{\n"
-        "  var st = COMPUTE.explorer(v, data, null, {});\n"
-        "  return {grids: st.views.heads.grids, caption: st.views.heads.caption, state: st.state,\n"
-        "    unused: st.unused, disabled: st.disabled, masked: st.views.heads.masked || null,\n"
-        "    fit: st.views.heads.fit};\n})));\n})();\n")
-    done = subprocess.run([NODE, str(script)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    """The page's explorer compute (mha_book/static/src/explorer.js, imported as an ES module)
+    in Node.js, once per setting of the page's controls: [{grids, caption, state, unused,
+    disabled}]."""
+    body = (f"emit({json.dumps(settings)}.map((v) => {{\n"
+            "  const st = ex.explorer(v, data, null, {});\n"
+            "  return {grids: st.views.heads.grids, caption: st.views.heads.caption,\n"
+            "    state: st.state, unused: st.unused, disabled: st.disabled,\n"
+            "    masked: st.views.heads.masked || null, fit: st.views.heads.fit,\n"
+            "    readout: st.readout, counts: st.views.counts.text};\n}));")
+    return run_modules(tmp_path, {"ex": BOOK / "explorer.js"}, body, data=data)
 
 
 def page_knobs(**knobs):
@@ -183,7 +173,6 @@ def said(pattern, caption):
     return found and found.group()
 
 
-@pytest.mark.skipif(NODE is None, reason="needs Node.js (the browser tests run the same code)")
 def test_the_pages_compute_in_node_is_explore_once_with_window_and_sink(tmp_path, data):
     """compute.js itself (not a copy in numpy): its weights equal explore_once's to 1e-5 for
     window and sink settings of the random layer and of trained sources, its captions say the
