@@ -26,7 +26,7 @@ from pathlib import Path
 
 
 def figures():
-    from mha import live
+    from mha_book import figures as live
     from mha_book.figures import explorer
 
     return {

@@ -12,26 +12,27 @@ import importlib
 
 __version__ = "0.1.0"
 
-from mha.backends import peak_memory, sdpa_backend
-from mha.blockwise import blockwise_attention, online_softmax_step
-from mha.cache import KVCache
-from mha.device import device
-from mha.functional import (
+from .backends import peak_memory, sdpa_backend
+from .blockwise import blockwise_attention, online_softmax_step
+from .cache import KVCache
+from .device import device
+from .functional import (
     masked_softmax,
     merge_heads,
     scaled_dot_product_attention,
     split_heads,
 )
-from mha.head import AttentionHead
-from mha.head_figure import head_view, save_html
-from mha.importance import attention_layers, head_gates, head_importance, prune_heads
-from mha.latent import LatentAttention
-from mha.layer import MultiHeadAttention
-from mha.loop import MultiHeadAttentionLoop
-from mha.masks import causal_mask, convert_mask, valid_lens_to_mask
-from mha.record import record_attention
-from mha.relative import RelativeMultiHeadAttention
-from mha.rotary import RotaryMultiHeadAttention, apply_rope
+from .head import AttentionHead
+from .head_figure import head_view, save_html
+from .importance import attention_layers, head_gates, head_importance, prune_heads
+from .latent import LatentAttention
+from .layer import MultiHeadAttention
+from .loop import MultiHeadAttentionLoop
+from .masks import causal_mask, convert_mask, valid_lens_to_mask
+from .positions import sinusoidal_positions
+from .record import record_attention
+from .relative import RelativeMultiHeadAttention
+from .rotary import RotaryMultiHeadAttention, apply_rope
 
 __all__ = [
     "__version__",
@@ -65,7 +66,7 @@ __all__ = [
     "valid_lens_to_mask",
 ]
 
-_LAZY = ("viz", "counts", "configs", "positions", "live", "head_scores")
+_LAZY = ("viz", "counts", "configs", "live", "head_scores")
 
 
 def __getattr__(name):

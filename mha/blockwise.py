@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from mha import _checks
+from . import _checks
 
 __all__ = ["blockwise_attention", "online_softmax_step"]
 

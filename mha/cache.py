@@ -25,7 +25,7 @@ last dimension.
 
 import torch
 
-from mha import _checks
+from . import _checks
 
 __all__ = ["KVCache"]
 

@@ -15,7 +15,7 @@ multi-head attention, ``1`` multi-query attention, anything between grouped-quer
 
 from dataclasses import dataclass
 
-from mha import _checks
+from . import _checks
 
 __all__ = ["DEEPSEEK_V3", "INTERLEAVED", "LatentConfig", "MODELS", "ModelConfig",
            "kv_cache_bytes", "latent_cache_bytes"]

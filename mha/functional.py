@@ -21,7 +21,7 @@ import math
 
 import torch
 
-from mha import _checks
+from . import _checks
 
 __all__ = ["masked_softmax", "merge_heads", "scaled_dot_product_attention", "split_heads"]
 
@@ -103,7 +103,7 @@ def masked_softmax(scores, valid_lens=None):
         )
     B, Lq, Lk = scores.size(0), scores.size(-2), scores.size(-1)
     _checks.check_valid_lens(valid_lens, B, Lq, scores.device)
-    from mha.masks import _lens_to_mask
+    from .masks import _lens_to_mask
 
     allowed = _lens_to_mask(valid_lens, Lq, Lk)  # (B, Lq, Lk)
     allowed = allowed.view(B, *[1] * (scores.dim() - 3), Lq, Lk)  # (B, Lq, Lk) -> (B, 1.., Lq, Lk)

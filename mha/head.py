@@ -11,8 +11,8 @@ import math
 
 from torch import nn
 
-from mha import _checks
-from mha.functional import _attention
+from . import _checks
+from .functional import _attention
 
 __all__ = ["AttentionHead"]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from mha import _checks
+from . import _checks
 
 __all__ = ["MAX_WEIGHTS", "head_view", "save_html"]
 
@@ -102,7 +102,7 @@ def _pick(layers, layer, what):
     """The layers ``layer`` names: None (all), an index (negative: from the
     end), a name (a dict's key) or a list of them; at most MAX_STATES / 2 (a
     figure lists two states per layer)."""
-    from mha.live.figure import MAX_STATES
+    from .live.figure import MAX_STATES
 
     n = len(layers)
     picked = list(range(n))
@@ -248,8 +248,8 @@ def _prepare(weights, tokens, key_tokens, batch, layer):
 def _state_fn(layers, rows, cols, batch, B):
     """The figure's ``state_fn(layer, view)``: one layer's heatmaps, or its
     heads as lines (the lines view picks the head)."""
-    from mha.live.figure import heatmap, lines
-    from mha.live.views import MAX_LEN, TEXT_CELL_MIN
+    from .live.figure import heatmap, lines
+    from .live.views import MAX_LEN, TEXT_CELL_MIN
 
     long = max(len(rows), len(cols)) > MAX_LEN
     seq = f", sequence {batch} of {B}" if B > 1 else ""
@@ -326,8 +326,8 @@ def head_view(weights, tokens, *, key_tokens=None, batch=0, layer=None,
     of different lengths, ``batch`` out of range, no weights, or more than
     ``MAX_WEIGHTS`` weights to draw (narrow it with ``layer=``).
     """
-    from mha.live.figure import Figure, View, select
-    from mha.live.views import VIEWS
+    from .live.figure import Figure, View, select
+    from .live.views import VIEWS
 
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a str or None; got {_kind(title)}")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from mha import _checks
+from . import _checks
 
 
 def _check_weights(weights):

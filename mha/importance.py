@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 import torch
 from torch import nn
 
-from mha.layer import MultiHeadAttention
+from .layer import MultiHeadAttention
 
 __all__ = ["attention_layers", "head_gates", "head_importance", "prune_heads"]
 

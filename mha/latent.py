@@ -25,11 +25,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mha import _checks
-from mha.cache import KVCache
-from mha.functional import _attention, _merge_heads
-from mha.layer import _SDPA_HAS_GQA, _layer_mask
-from mha.rotary import _check_base, apply_rope
+from . import _checks
+from .cache import KVCache
+from .functional import _attention, _merge_heads
+from .layer import _SDPA_HAS_GQA, _layer_mask
+from .rotary import _check_base, apply_rope
 
 __all__ = ["LatentAttention"]
 

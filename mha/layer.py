@@ -15,10 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mha import _checks
-from mha.cache import check_cache_call
-from mha.functional import _attention, _merge_heads, _split_heads
-from mha.masks import _causal_mask, combine_masks
+from . import _checks
+from .cache import check_cache_call
+from .functional import _attention, _merge_heads, _split_heads
+from .masks import _causal_mask, combine_masks
 
 __all__ = ["MultiHeadAttention"]
 

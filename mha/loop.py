@@ -6,10 +6,10 @@ Shape legend: B batch, H heads, L length, D d_model, Dh d_head = D / H (see ``mh
 import torch
 from torch import nn
 
-from mha import _checks
-from mha.head import AttentionHead
-from mha.layer import MultiHeadAttention
-from mha.masks import _causal_mask
+from . import _checks
+from .head import AttentionHead
+from .layer import MultiHeadAttention
+from .masks import _causal_mask
 
 __all__ = ["MultiHeadAttentionLoop"]
 

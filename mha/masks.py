@@ -18,7 +18,7 @@ a bool mask, **True = may attend**. Four conventions are in use in the wild:
 
 import torch
 
-from mha import _checks
+from . import _checks
 
 __all__ = ["causal_mask", "combine_masks", "convert_mask", "valid_lens_to_mask"]
 

@@ -18,9 +18,9 @@ Shape legend: B batch, H query heads, Hkv key/value heads, Lq/Lk query/key lengt
 import torch
 import torch.nn.functional as F
 
-from mha import _checks
-from mha.functional import _softmax_allowed
-from mha.layer import _SDPA_HAS_GQA, _repeat_kv
+from . import _checks
+from .functional import _softmax_allowed
+from .layer import _SDPA_HAS_GQA, _repeat_kv
 
 __all__ = ["check_window", "sink_attention", "sink_fused_attention", "window_attention",
            "window_mask"]

@@ -7,9 +7,9 @@ import contextlib
 
 from torch import nn
 
-from mha import _checks
-from mha.latent import LatentAttention
-from mha.layer import MultiHeadAttention
+from . import _checks
+from .latent import LatentAttention
+from .layer import MultiHeadAttention
 
 __all__ = ["record_attention"]
 

@@ -16,10 +16,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mha import _checks
-from mha.functional import _softmax_allowed
-from mha.layer import MultiHeadAttention, _from_torch, _repeat_kv
-from mha.masks import _causal_mask
+from . import _checks
+from .functional import _softmax_allowed
+from .layer import MultiHeadAttention, _from_torch, _repeat_kv
+from .masks import _causal_mask
 
 __all__ = ["RelativeMultiHeadAttention", "relative_positions"]
 

@@ -23,12 +23,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mha import _checks
-from mha.cache import check_cache_call
-from mha.functional import _merge_heads
-from mha.layer import MultiHeadAttention, _keep_rows, _layer_mask
-from mha.masks import combine_masks
-from mha.modern import (
+from . import _checks
+from .cache import check_cache_call
+from .functional import _merge_heads
+from .layer import MultiHeadAttention, _keep_rows, _layer_mask
+from .masks import combine_masks
+from .modern import (
     check_window,
     sink_attention,
     sink_fused_attention,

@@ -29,6 +29,8 @@ from mha.rotary import RotaryMultiHeadAttention
 from mha_book.tiny import Encoder
 
 WEIGHTS = Path(__file__).resolve().parent / "weights" / "shakespeare.pt"
+#: the shipped model's number of layers, known without loading it (a test reads the file)
+SHIPPED_LAYERS = 2
 # the log of the same model trained on plain Shakespeare only (no copying lesson, no
 # induction head): chapter 10 compares the two runs
 PLAIN_RUN_LOG = WEIGHTS.with_name("shakespeare_plain_log.json")

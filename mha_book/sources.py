@@ -33,17 +33,10 @@ from dataclasses import dataclass
 
 import torch
 
-from mha_book.language_model import GLYPHS
+from mha_book.language_model import GLYPHS, SHIPPED_LAYERS
 
 __all__ = ["GLYPHS", "TEXT_PATTERNS", "TRAINED_SOURCES", "TrainedView", "head_table",
            "passages_said", "rows_said", "text_labels", "trained_view", "trained_views"]
-
-
-def _text_layers():
-    """The number of attention layers of the shipped Shakespeare model (read from its file)."""
-    from mha_book.language_model import WEIGHTS
-
-    return torch.load(WEIGHTS, map_location="cpu", weights_only=True)["config"]["num_layers"]
 
 
 #: source name -> (shipped model, layer name in ``model.named_modules()``, kind of layer)
@@ -57,7 +50,7 @@ TRAINED_SOURCES = {
     "translator cross-attention: layer 0": ("translation", "decoder.layers.0.cross_attn", "cross"),
     "translator cross-attention: layer 1": ("translation", "decoder.layers.1.cross_attn", "cross"),
     **{f"Shakespeare model: layer {n}": ("shakespeare", f"encoder.layers.{n}.self_attn", "text")
-       for n in range(_text_layers())},
+       for n in range(SHIPPED_LAYERS)},
 }
 #: chapter 08's names for heads whose weight sits on one pattern
 ROLE = {"previous": "previous-token head", "first": "first-token head",

@@ -577,6 +577,18 @@ def _():
     )
 
 
+@register("sinusoidal_positions")
+def _():
+    return st.one_of(
+        st.sampled_from([-1, 2.5, "8", None]).map(
+            lambda n: ((lambda: mha.sinusoidal_positions(n, 8)), "length")),
+        st.sampled_from([0, -2, 3, 7, 4.0, "8"]).map(
+            lambda d: ((lambda: mha.sinusoidal_positions(5, d)), "d_model")),
+        st.sampled_from([3, "no-such-device"]).map(
+            lambda d: ((lambda: mha.sinusoidal_positions(5, 8, device=d)), "device")),
+    )
+
+
 @register("LatentAttention / RotaryMultiHeadAttention(window, sinks, qk_norm, gate)")
 def _():
     mla = {"kv_rank": 4, "qk_nope_dim": 4, "qk_rope_dim": 2, "v_head_dim": 4}

@@ -76,7 +76,7 @@ def test_views_are_the_passages_labelled_with_visible_characters(lm):
 
 def test_glyphs_are_chapter_10s():
 
-    from mha_book.figures import text_heads as text
+    from mha_book.figures import shakespeare_heads as text
 
     assert text.GLYPHS is sources.GLYPHS is mha_book.language_model.GLYPHS
 

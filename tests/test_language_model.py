@@ -46,6 +46,23 @@ def test_shipped_model_loads_in_eval_mode_on_cpu(lm):
     assert size <= 3 * 2**20, size
 
 
+def test_sources_know_the_layers_without_loading_the_model(lm):
+    import subprocess
+    import sys
+
+    from mha_book.language_model import SHIPPED_LAYERS
+
+    assert SHIPPED_LAYERS == lm.num_layers  # the constant the explorer's sources list uses
+    code = ("import torch; calls = []; real = torch.load\n"
+            "torch.load = lambda *a, **k: calls.append(a) or real(*a, **k)\n"
+            "import mha_book.sources as s\n"
+            "assert not calls, calls\n"
+            f"assert sum('Shakespeare' in n for n in s.TRAINED_SOURCES) == {lm.num_layers}")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert result.returncode == 0, result.stderr  # importing the sources loads no weights
+
+
 def test_encode_decode_round_trip(lm):
     text = "To be, or not to be: that is the question.\n"
     ids = lm.encode(text)

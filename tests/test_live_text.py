@@ -4,7 +4,6 @@ Chromium (tests/built_book/test_figures_text.py); here the front end's model (lm
 in Node.js, when it is installed, against the package."""
 
 import base64
-import importlib
 import json
 import math
 import shutil
@@ -17,11 +16,9 @@ from node_js import BOOK, run_modules
 
 from mha import head_scores
 from mha.live import figure as F
-from mha_book.figures.text_heads import text_heads
+from mha_book.figures import shakespeare_heads as T
+from mha_book.figures import text_heads
 from mha_book.language_model import VOCAB, load_language_model
-
-# the module (mha_book.figures.text_heads, the package's attribute, is the function)
-T = importlib.import_module("mha_book.figures.text_heads")
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data" / "shakespeare"

@@ -24,10 +24,10 @@ import itertools
 import json
 from dataclasses import dataclass, field
 
-from mha._threads import one_thread
-from mha.live import bundles
-from mha.live.style import CSS
-from mha.live.views import VIEW_KINDS, arrows, bars, heatmap, lines, plot, table
+from .._threads import one_thread
+from . import bundles
+from .style import CSS
+from .views import VIEW_KINDS, arrows, bars, heatmap, lines, plot, table
 
 # the view builders (mha.live.views) are re-exported: a chapter's figure imports all it needs here
 __all__ = ["Control", "Figure", "View", "arrows", "bars", "heatmap", "lines", "plot", "select",

@@ -26,8 +26,8 @@ model is not found; it does not fall back to an output's HTML.
 import re
 from functools import lru_cache
 
-from mha.live import bundles
-from mha.live.figure import CSS
+from . import bundles
+from .figure import CSS
 
 __all__ = ["ENTRY", "markup", "module", "picture_class", "styles"]
 

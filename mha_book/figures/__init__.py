@@ -16,17 +16,17 @@ from pathlib import Path as _Path
 from mha.live import bundles as _bundles
 
 from .batched_heads import fold_valid_lens, split_explorer  # noqa: F401
-from .head_switches import head_switches  # noqa: F401
+from .blockwise_softmax import online_softmax  # noqa: F401
+from .head_removal import head_switches  # noqa: F401
 from .head_width import heads_at_fixed_width  # noqa: F401
 from .kv_cache import decode_steps, kv_cache_size  # noqa: F401
 from .modern_layers import kv_bytes, window_sink  # noqa: F401
-from .one_vs_many import one_vs_many  # noqa: F401
-from .online_softmax import online_softmax  # noqa: F401
+from .one_big_head import one_vs_many  # noqa: F401
 from .projections import shared_vs_separate  # noqa: F401
 from .rope import rope_rotation  # noqa: F401
 from .scaled_scores import dk_softmax, mask_builder  # noqa: F401
+from .shakespeare_heads import text_heads  # noqa: F401 (the Shakespeare model)
 from .temperature import temperature_bars  # noqa: F401
-from .text_heads import text_heads  # noqa: F401 (the Shakespeare model)
 from .trained_heads import trained_head_lines  # noqa: F401
 
 #: the in-page computes of the book's bundle (mha_book/static/src/main.js registers them)

@@ -85,7 +85,7 @@ ATTENTION = ["torch.nn.functional.scaled_dot_product_attention",
              "mha.functional._attention", "mha.layer.MultiHeadAttention",
              "mha.blockwise.blockwise_attention", "mha.modern.sink_attention",
              "mha.modern.sink_fused_attention",
-             "mha.modern.window_attention", "mha_book.figures.one_vs_many.product_of_heads",
+             "mha.modern.window_attention", "mha_book.figures.one_big_head.product_of_heads",
              "mha.functional.masked_softmax"]
 FORBIDDEN = {
     "softmax": ["torch.softmax", "torch.nn.functional.softmax",

@@ -539,7 +539,7 @@ import mha_book.figures.one_vs_many
 
 def my_softmax(scores):
     shifted = scores - scores.max(dim=-1, keepdim=True).values
-    return mha_book.figures.one_vs_many.product_of_heads(shifted.exp()[None])
+    return mha_book.figures.one_big_head.product_of_heads(shifted.exp()[None])
 """
 MS1 = """\
 def my_masked_softmax(scores, valid_lens):

@@ -26,7 +26,7 @@ from live_figures import (
     wait_drawn,
 )
 
-from mha_book.figures import one_vs_many
+from mha_book.figures import one_big_head
 
 pytestmark = pytest.mark.browser
 
@@ -34,12 +34,12 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def figure():
-    return one_vs_many.one_vs_many()
+    return one_big_head.one_vs_many()
 
 
 def expected(h, query):
     """(one head's row, the h heads' rows) by hand from the default layer's W_q, W_k."""
-    layer, x = one_vs_many._default_layer_and_input()
+    layer, x = one_big_head._default_layer_and_input()
     with torch.no_grad():
         q, k = layer.W_q(x)[0], layer.W_k(x)[0]  # (9, 512)
     one = torch.softmax(k @ q[query] / math.sqrt(512), -1)  # (9,)

@@ -31,7 +31,7 @@ from live_figures import (
     wait_drawn,
 )
 
-from mha_book.figures import head_switches
+from mha_book.figures import head_removal
 from mha_book.tasks import IGNORE
 
 pytestmark = pytest.mark.browser
@@ -40,7 +40,7 @@ pytestmark = pytest.mark.browser
 
 def reference(removed):
     """Accuracy per job and their mean with ``removed`` heads masked by hand."""
-    model, _, _, held_out = head_switches._setup()
+    model, _, _, held_out = head_removal._setup()
     mask = torch.ones(2, 8)
     for layer, h in removed:
         mask[layer, h] = 0.0
@@ -53,7 +53,7 @@ def reference(removed):
 
 def check(root):
     v = values(root)
-    order = head_switches.order_of(v["order"])[:v["removed"]]
+    order = head_removal.order_of(v["order"])[:v["removed"]]
     gone = [lh for lh in order if not (v["spare"] and lh in ((0, 6), (1, 6)))]
     assert v["removed_heads"] == [list(lh) for lh in gone], v
     assert same(drawn(root, "accuracy"), reference(gone)), v
@@ -86,7 +86,7 @@ def move(page, root):
 
 
 def test_head_switches_draw_the_masked_models_accuracy(page):
-    root = show(page, head_switches.head_switches())
+    root = show(page, head_removal.head_switches())
     assert check(root)["removed_heads"] == []
     times = move(page, root)
     # most important first: one head gone, the previous-token head, breaks two jobs
@@ -115,7 +115,7 @@ def test_the_toggle_does_not_move_the_views(page):
     """Ticking "keep the 2 essential heads" once lengthened the grid's legend, and the bars
     jumped below the grid at 1280 px: every view stays where it is, whatever the settings."""
     page.set_viewport_size({"width": 1280, "height": 900})
-    root = show(page, head_switches.head_switches(order="ablation", removed=10))
+    root = show(page, head_removal.head_switches(order="ablation", removed=10))
     where = boxes(root)
     assert where[1]["y"] == where[0]["y"] == where[2]["y"]  # one row at 1280 px
     for knob, key in (("spare", "Space"), ("removed", "End"), ("order", "ArrowDown"),
@@ -127,7 +127,7 @@ def test_the_toggle_does_not_move_the_views(page):
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_ch09_figure_passes_axe(page, dark):
-    show(page, head_switches.head_switches(removed=5, spare=True), dark=dark)
+    show(page, head_removal.head_switches(removed=5, spare=True), dark=dark)
     problems = axe_violations(page)
     assert not problems, f"{'dark' if dark else 'light'}: {problems}"
 
@@ -137,7 +137,7 @@ def test_phone_touch(browser):
                                   is_mobile=True, device_scale_factor=2)
     page = context.new_page()
     try:
-        root = show(page, head_switches.head_switches(removed=8))
+        root = show(page, head_removal.head_switches(removed=8))
         before = root.get_attribute("data-draws")
         root.locator('[data-knob="spare"]').tap()
         page.wait_for_function("([el, n]) => el.dataset.draws !== n",
@@ -171,7 +171,7 @@ def test_removed_heads_stand_out_in_every_mode(page, where):
     """In the book's dark mode a figure sits on a light grey panel (#ced6dd), where the light
     grey crossed-out cells (#ccc) all but vanished: a removed head's cell has 3:1 or more
     against the background, and its cross 3:1 or more against the cell."""
-    figure = head_switches.head_switches(removed=10)
+    figure = head_removal.head_switches(removed=10)
     if where == "book dark mode":
         root, background = show_on_panel(page, figure), PANEL_RGB
     else:

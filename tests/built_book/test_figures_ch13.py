@@ -29,16 +29,16 @@ from live_figures import (
     wait_drawn,
 )
 
-from mha_book.figures import online_softmax
+from mha_book.figures import blockwise_softmax
 
 pytestmark = pytest.mark.browser
 
 
 def by_hand(block_size):
     """(m, l, acc) after each block, in plain Python."""
-    _, _, v, s = online_softmax.problem()
+    _, _, v, s = blockwise_softmax.problem()
     m, ell, acc, after = -math.inf, 0.0, 0.0, []
-    for j in range(online_softmax.N_KEYS):
+    for j in range(blockwise_softmax.N_KEYS):
         x = float(s[0, j])
         new_m = max(m, x)
         ell = ell * math.exp(m - new_m) + math.exp(x - new_m)
@@ -52,14 +52,14 @@ def by_hand(block_size):
 def check(root):
     v = values(root)
     bs, b = v["block_size"], v["block"]
-    _, _, _, s = online_softmax.problem()
+    _, _, _, s = blockwise_softmax.problem()
     after = by_hand(bs)
     m, ell, acc = after[b]
     seen = (b + 1) * bs
     weights = [math.exp(float(s[0, j]) - m) / ell if j < seen else None  # None: "not yet"
-               for j in range(online_softmax.N_KEYS)]
+               for j in range(blockwise_softmax.N_KEYS)]
     assert same(drawn(root, "weights"), weights), v
-    if seen < online_softmax.N_KEYS:
+    if seen < blockwise_softmax.N_KEYS:
         assert "k11 not yet" in label(root, "weights")
     # the running lines stop at this block (None beyond it); the full softmax goes across
     def so_far(xs):
@@ -67,7 +67,7 @@ def check(root):
 
     assert same(drawn(root, "running"), [so_far([a[0] for a in after]),
                                          so_far([a[1] for a in after])]), v
-    q, k, vv, _ = online_softmax.problem()
+    q, k, vv, _ = blockwise_softmax.problem()
     full = float(F.scaled_dot_product_attention(q[None], k[None], vv[None])[0, 0, 0])
     assert same(drawn(root, "output"), [so_far([a[2] / a[1] for a in after]),
                                         [full] * len(after)]), v
@@ -95,7 +95,7 @@ def check_slider(root, changed):
     """The block slider runs to this block size's last block; a new block size starts at 0."""
     v = values(root)
     knob = root.locator('[data-knob="block"]')
-    assert int(knob.get_attribute("max")) == online_softmax.N_KEYS // v["block_size"] - 1, v
+    assert int(knob.get_attribute("max")) == blockwise_softmax.N_KEYS // v["block_size"] - 1, v
     assert int(knob.input_value()) == v["block"]
     if changed == "block_size":
         assert v["block"] == 0, v
@@ -121,7 +121,7 @@ def test_nice_ticks_rule():
 
 
 def test_online_softmax_draws_the_online_softmax(page):
-    root = show(page, online_softmax.online_softmax())
+    root = show(page, blockwise_softmax.online_softmax())
     assert values(root)["block_size"] == 3 and values(root)["block"] == 0
     check(root)
     times = move(page, root)
@@ -159,7 +159,7 @@ def test_online_softmax_draws_the_online_softmax(page):
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
 def test_ch13_figure_passes_axe(page, dark):
-    show(page, online_softmax.online_softmax(), dark=dark)
+    show(page, blockwise_softmax.online_softmax(), dark=dark)
     problems = axe_violations(page)
     assert not problems, f"online-softmax ({'dark' if dark else 'light'}): {problems}"
 
@@ -170,7 +170,7 @@ def test_phone_touch(browser):
                                   is_mobile=True, device_scale_factor=2)
     page = context.new_page()
     try:
-        root = show(page, online_softmax.online_softmax())
+        root = show(page, blockwise_softmax.online_softmax())
         before = root.get_attribute("data-draws")
         root.get_by_role("button", name="block: next step").tap()
         page.wait_for_function("([el, n]) => el.dataset.draws !== n",

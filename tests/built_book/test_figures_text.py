@@ -33,8 +33,8 @@ from live_figures import (
     wait_drawn,
 )
 
-from mha.live import text_heads
-from mha_book.figures import text_heads as T
+from mha_book.figures import shakespeare_heads as T
+from mha_book.figures import text_heads
 
 pytestmark = pytest.mark.browser
 

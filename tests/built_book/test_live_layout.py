@@ -24,7 +24,7 @@ from live_figures import (
     texts,
 )
 
-from mha import live
+from mha_book import figures as live
 from mha_book import widgets
 from mha_book.figures import explorer
 

@@ -5,7 +5,7 @@ of the target, too. With a mouse the controls keep their compact size."""
 import pytest
 from live_figures import phone, show
 
-from mha import live
+from mha_book import figures as live
 
 pytestmark = pytest.mark.browser
 
