@@ -221,6 +221,8 @@ def test_the_pages_compute_in_node_is_explore_once_with_window_and_sink(tmp_path
         assert got["fit"] is True and heads["fit"] is True
         for pattern in (r", causal window \d+", r", sink s = .*"):
             assert said(pattern, got["caption"]) == said(pattern, caption), (pattern, v)
+        # one template (webview.CAPTIONS) for both: the same words, the same numbers
+        assert got["caption"] == caption and got["readout"] == caption + ".", v
         assert bool(said("sink", got["caption"])) == (v["sink"] is not None)
         assert bool(said("window", got["caption"])) == (s["window"] is not None)
         trained = s["source"] != "random layer"

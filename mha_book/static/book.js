@@ -12,6 +12,33 @@
     if (window.mhaLive && window.mhaLive.extend) window.mhaLive.extend(ext);
   }
 
+  // mha/static/src/format.js
+  function plural(n, noun) {
+    return n + " " + noun + (n === 1 ? "" : "s");
+  }
+  function fmt(x, decimals) {
+    if (x === null) return "NaN";
+    if (x === 0) return "0";
+    if (Math.abs(x) < 5e-3) return x.toExponential(0);
+    if (decimals !== void 0 && decimals !== null) return x.toFixed(decimals);
+    if (Number.isInteger(x) && Math.abs(x) > 1) return grouped(x);
+    return Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(2);
+  }
+  function grouped(v) {
+    return typeof v === "number" && Number.isInteger(v) && Math.abs(v) >= 1e3 ? v.toLocaleString("en") : String(v);
+  }
+  function fill(template, values) {
+    return template.replace(/\{(\w+)(?::([^}]*))?\}/g, function(all, name, spec) {
+      if (!(name in values)) throw new Error("template " + template + ": no value for " + name);
+      var v = values[name], decimals = /^\.(\d+)f$/.exec(spec || "");
+      if (spec === void 0) return String(v);
+      if (decimals) return v.toFixed(Number(decimals[1]));
+      if (spec === "g") return String(Number(v.toPrecision(6)));
+      if (spec === ",") return v.toLocaleString("en");
+      throw new Error("template " + template + ": unknown format " + spec);
+    });
+  }
+
   // mha_book/static/src/attention.js
   function decode(b64) {
     var s = atob(b64), bytes = new Uint8Array(s.length);
@@ -52,7 +79,7 @@
       return j <= i && j > i - w && allowed(i, j);
     };
   }
-  function sinkSaid(grids, s) {
+  function sinkSaid(grids, s, template) {
     if (typeof s !== "number") return "";
     var kept = 0, n = 0;
     grids.forEach(function(rows) {
@@ -62,23 +89,7 @@
       });
     });
     kept /= n;
-    return ", sink s = " + s + ": rows sum to " + kept.toFixed(2) + " on average (" + (1 - kept).toFixed(2) + " to the sink)";
-  }
-
-  // mha/static/src/format.js
-  function plural(n, noun) {
-    return n + " " + noun + (n === 1 ? "" : "s");
-  }
-  function fmt(x, decimals) {
-    if (x === null) return "NaN";
-    if (x === 0) return "0";
-    if (Math.abs(x) < 5e-3) return x.toExponential(0);
-    if (decimals !== void 0 && decimals !== null) return x.toFixed(decimals);
-    if (Number.isInteger(x) && Math.abs(x) > 1) return grouped(x);
-    return Math.abs(x) >= 100 ? x.toFixed(0) : x.toFixed(2);
-  }
-  function grouped(v) {
-    return typeof v === "number" && Number.isInteger(v) && Math.abs(v) >= 1e3 ? v.toLocaleString("en") : String(v);
+    return fill(template, { s, kept, lost: 1 - kept });
   }
 
   // mha_book/static/src/explorer.js
@@ -113,7 +124,7 @@
       return i >= 0;
     });
     out.options.num_kv_heads = offered;
-    var T = v.temperature, seed = String(v.seed), q, k, o, tq, tk, titles, caption, counts, table;
+    var P = data.captions, windowSaid = win ? fill(P.window, { w: win }) : "", T = v.temperature, seed = String(v.seed), q, k, o, tq, tk, titles, caption, counts, table;
     if (!trained) {
       var H = v.num_heads, Hkv = v.num_kv_heads, L = v.seq_len, Dh = data.d_model / H;
       var key = seed + "|" + v.sentence, valid = Math.min(data.lengths[v.sentence], L);
@@ -143,9 +154,22 @@
         )
       };
       titles = [];
-      for (var h = 0; h < H; h++)
-        titles.push("head " + h + (Hkv < H ? " (kv " + Math.floor(h / (H / Hkv)) + ")" : ""));
-      caption = plural(H, "head") + (Hkv < H ? ", " + plural(Hkv, "key/value head") : "") + ", L = " + L + ", d_model = " + data.d_model + ", T = " + T.toFixed(2) + ", mask: " + v.mask + (win ? ", causal window " + win : "") + ", seed " + seed;
+      for (var h = 0; h < H; h++) {
+        titles.push(
+          Hkv < H ? fill(P.head_kv, { h, g: Math.floor(h / (H / Hkv)) }) : fill(P.head, { h })
+        );
+      }
+      caption = {
+        template: P.random,
+        heads: count(P.heads, H),
+        kv: Hkv < H ? count(P.kv, Hkv) : "",
+        L,
+        d_model: data.d_model,
+        T,
+        mask: v.mask,
+        window: windowSaid,
+        seed
+      };
       var c = data.counts[H + "," + Hkv + "," + L];
       counts = "d_head = " + Dh + ", parameters " + c[0].toLocaleString("en") + ", FLOPs " + c[1].toLocaleString("en") + ", KV cache values " + c[2].toLocaleString("en");
       table = null;
@@ -175,12 +199,20 @@
         )
       };
       titles = src.titles;
-      caption = v.source + " (trained), " + (view.name ? 'passage "' + view.name + '" (seed ' + seed + ")" : "input sample " + seed) + (tk.length === tq.length ? ", L = " + tq.length : ", Lq = " + tq.length + ", Lk = " + tk.length) + ", T = " + T.toFixed(2) + (win ? ", causal window " + win : "");
+      caption = {
+        template: P.trained,
+        source: v.source,
+        sample: view.name ? fill(P.passage, { name: view.name, seed }) : fill(P.sample, { seed }),
+        lengths: tk.length === tq.length ? fill(P.length, { L: tq.length }) : fill(P.lengths, { Lq: tq.length, Lk: tk.length }),
+        T,
+        window: windowSaid
+      };
       counts = src.note;
       table = src.table;
     }
     var grids = attention(q, k, o), masked = [], blocked = false;
-    caption += sinkSaid(grids, o.sink);
+    caption.sink = sinkSaid(grids, o.sink, P.sink);
+    caption = fill(caption.template, caption);
     for (var mi = 0; mi < o.Lq; mi++) {
       var mrow = "";
       for (var mj = 0; mj < o.Lk; mj++) {
@@ -251,6 +283,9 @@
     if (asLines) st.views.heads = null;
     if (v.view !== void 0) st.state.view = v.view;
     return st;
+  }
+  function count(template, n) {
+    return fill(template, { n, s: n === 1 ? "" : "s" });
   }
 
   // mha_book/static/src/split_heads.js

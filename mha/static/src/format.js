@@ -79,3 +79,19 @@ export function grouped(v) {
     ? v.toLocaleString("en")
     : String(v);
 }
+
+// a caption from its template (Python's mha.live.views.fill fills the same one the same way):
+// "{name}" is the value as it is (an int or a string), "{name:.2f}" two decimals, "{name:g}" a
+// short number (6 significant digits), "{name:,}" a whole number with thousands separators
+export function fill(template, values) {
+  return template.replace(/\{(\w+)(?::([^}]*))?\}/g, function (all, name, spec) {
+    if (!(name in values)) throw new Error("template " + template + ": no value for " + name);
+    var v = values[name],
+      decimals = /^\.(\d+)f$/.exec(spec || "");
+    if (spec === undefined) return String(v);
+    if (decimals) return v.toFixed(Number(decimals[1]));
+    if (spec === "g") return String(Number(v.toPrecision(6)));
+    if (spec === ",") return v.toLocaleString("en");
+    throw new Error("template " + template + ": unknown format " + spec);
+  });
+}

@@ -1,5 +1,7 @@
 // The explorer's attention, from the tensors Python exported (mha_book.figures.explorer): the
 // weights, a sliding window, the captions' words for a sink.
+import { fill } from "../../../mha/static/src/format.js";
+
 export function decode(b64) {
   // base64 of little-endian float32 -> Float32Array
   var s = atob(b64),
@@ -58,9 +60,9 @@ export function windowed(allowed, w) {
         return j <= i && j > i - w && allowed(i, j);
       };
 }
-// the captions' words for a sink s (as mha_book.explore.sink_said): the share it took, 1 - a row's
-// sum on average over every head and query
-export function sinkSaid(grids, s) {
+// the captions' words for a sink s (template: mha_book.explore.SINK_SAID, as its sink_said): the
+// share it took, 1 - a row's sum on average over every head and query
+export function sinkSaid(grids, s, template) {
   if (typeof s !== "number") return "";
   var kept = 0,
     n = 0;
@@ -71,13 +73,5 @@ export function sinkSaid(grids, s) {
     });
   });
   kept /= n;
-  return (
-    ", sink s = " +
-    s +
-    ": rows sum to " +
-    kept.toFixed(2) +
-    " on average (" +
-    (1 - kept).toFixed(2) +
-    " to the sink)"
-  );
+  return fill(template, { s: s, kept: kept, lost: 1 - kept });
 }

@@ -1,5 +1,5 @@
 import { attention, decode, sinkSaid, windowed } from "./attention.js";
-import { plural } from "../../../mha/static/src/format.js";
+import { fill } from "../../../mha/static/src/format.js";
 
 // Chapter 07's explorer (mha_book.figures.explorer): too many settings to list, so the page
 // computes the weights from the queries and keys Python exported (split into heads, mask and
@@ -43,7 +43,9 @@ function heatmaps(v, data, changed, root) {
       return i >= 0;
     });
   out.options.num_kv_heads = offered;
-  var T = v.temperature,
+  var P = data.captions, // the captions' templates (mha_book.figures.explorer.CAPTIONS)
+    windowSaid = win ? fill(P.window, { w: win }) : "",
+    T = v.temperature,
     seed = String(v.seed),
     q,
     k,
@@ -91,22 +93,22 @@ function heatmaps(v, data, changed, root) {
       ),
     };
     titles = [];
-    for (var h = 0; h < H; h++)
-      titles.push("head " + h + (Hkv < H ? " (kv " + Math.floor(h / (H / Hkv)) + ")" : ""));
-    caption =
-      plural(H, "head") +
-      (Hkv < H ? ", " + plural(Hkv, "key/value head") : "") +
-      ", L = " +
-      L +
-      ", d_model = " +
-      data.d_model +
-      ", T = " +
-      T.toFixed(2) +
-      ", mask: " +
-      v.mask +
-      (win ? ", causal window " + win : "") +
-      ", seed " +
-      seed;
+    for (var h = 0; h < H; h++) {
+      titles.push(
+        Hkv < H ? fill(P.head_kv, { h: h, g: Math.floor(h / (H / Hkv)) }) : fill(P.head, { h: h }),
+      );
+    }
+    caption = {
+      template: P.random,
+      heads: count(P.heads, H),
+      kv: Hkv < H ? count(P.kv, Hkv) : "",
+      L: L,
+      d_model: data.d_model,
+      T: T,
+      mask: v.mask,
+      window: windowSaid,
+      seed: seed,
+    };
     var c = data.counts[H + "," + Hkv + "," + L];
     counts =
       "d_head = " +
@@ -146,23 +148,27 @@ function heatmaps(v, data, changed, root) {
       ),
     };
     titles = src.titles;
-    caption =
-      v.source +
-      " (trained), " +
-      (view.name ? 'passage "' + view.name + '" (seed ' + seed + ")" : "input sample " + seed) +
-      (tk.length === tq.length
-        ? ", L = " + tq.length
-        : ", Lq = " + tq.length + ", Lk = " + tk.length) +
-      ", T = " +
-      T.toFixed(2) +
-      (win ? ", causal window " + win : "");
+    caption = {
+      template: P.trained,
+      source: v.source,
+      sample: view.name
+        ? fill(P.passage, { name: view.name, seed: seed })
+        : fill(P.sample, { seed: seed }),
+      lengths:
+        tk.length === tq.length
+          ? fill(P.length, { L: tq.length })
+          : fill(P.lengths, { Lq: tq.length, Lk: tk.length }),
+      T: T,
+      window: windowSaid,
+    };
     counts = src.note;
     table = src.table;
   }
   var grids = attention(q, k, o),
     masked = [],
     blocked = false;
-  caption += sinkSaid(grids, o.sink);
+  caption.sink = sinkSaid(grids, o.sink, P.sink);
+  caption = fill(caption.template, caption);
   for (var mi = 0; mi < o.Lq; mi++) {
     // the cells the mask blocks: drawn blank, struck through
     var mrow = "";
@@ -242,4 +248,9 @@ export function explorer(v, data, changed, root) {
   if (asLines) st.views.heads = null;
   if (v.view !== undefined) st.state.view = v.view;
   return st;
+}
+
+// "1 head", "2 key/value heads": a count's template ({n}, {s})
+function count(template, n) {
+  return fill(template, { n: n, s: n === 1 ? "" : "s" });
 }
