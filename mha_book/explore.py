@@ -5,7 +5,7 @@
 sentence, runs attention and returns the per-head weights (H, L, L), the token labels and the
 parameter and FLOP counts, or a friendly ``message`` (never an exception) for an impossible
 combination of knobs. The explorer's controls are ``mha_book.widgets`` (Jupyter) and ``mha.live``
-(the page); both draw with ``mha/static/live/``.
+(the page); both draw with ``mha.live``'s front end.
 
 * ``source``: ``"random layer"`` (the seeded layer below) or a layer of chapter 08's trained
   tiny models or of the Shakespeare model on its own inputs (``mha_book.sources``): then

@@ -1,9 +1,9 @@
 """The explorer's export for the built book (mha_book.figures.explorer) and its trained source (mha_book.sources).
 
 Round trip: the data the page receives, put through the page's arithmetic (reimplemented here in
-numpy, line for line as in mha/static/live/compute.js's explorer compute: split into heads, mask, scores / (sqrt(Dh) T),
+numpy, line for line as in mha_book/static/src/explorer.js's compute: split into heads, mask, scores / (sqrt(Dh) T),
 softmax), equals ``explore_once`` for the same knobs. The same page code runs in Chromium in
-tests/built_book/test_explorer_page.py, and compute.js itself runs here in Node.js on the
+tests/built_book/test_explorer_page.py, and explorer.js itself runs here in Node.js on the
 window and sink settings.
 """
 
@@ -29,7 +29,7 @@ def decode(b64):
 
 
 def page_attention(q, k, H, Hkv, Dh, Lq, Lk, q_stride, k_stride, T, allowed, sink=None):
-    """compute.js ``attention``: weights (H, Lq, Lk) in float64; with a ``sink`` logit s, the
+    """attention.js ``attention``: weights (H, Lq, Lk) in float64; with a ``sink`` logit s, the
     softmax runs over the tempered scores and s, whose share is dropped."""
     q = q.astype(np.float64).reshape(-1, q_stride)[:Lq]
     k = k.astype(np.float64).reshape(-1, k_stride)[:Lk]
@@ -50,7 +50,7 @@ def page_attention(q, k, H, Hkv, Dh, Lq, Lk, q_stride, k_stride, T, allowed, sin
 
 def page_random(data, num_heads, num_kv_heads, seq_len, temperature, mask_kind, seed, sentence,
                 window=None, sink=None):
-    """compute.js ``COMPUTE.explorer`` for the random layer."""
+    """explorer.js ``explorer`` for the random layer."""
     D = data["d_model"]
     Dh, L = D // num_heads, seq_len
     src = data["sources"]["random layer"]
@@ -143,7 +143,7 @@ def test_round_trip_trained_layer_window_and_sink(data, source, window, sink):
         assert rows.max() <= 1 + 1e-6 and rows.mean() < 1
 
 
-# ------------------------------------------------------------------------- compute.js in Node.js
+# ------------------------------------------------------------------------ explorer.js in Node.js
 
 NODE = shutil.which("node")
 
@@ -174,7 +174,7 @@ def said(pattern, caption):
 
 
 def test_the_pages_compute_in_node_is_explore_once_with_window_and_sink(tmp_path, data):
-    """compute.js itself (not a copy in numpy): its weights equal explore_once's to 1e-5 for
+    """explorer.js itself (not a copy in numpy): its weights equal explore_once's to 1e-5 for
     window and sink settings of the random layer and of trained sources, its captions say the
     same window and the same share of the weight on the sink, and a cross-attention source
     leaves the window out (greyed out, a dash)."""

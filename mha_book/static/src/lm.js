@@ -1,7 +1,7 @@
-// The Shakespeare language model in the page (mha_book.figures.text_heads): the forward pass of
-// mha_book.language_model.LanguageModel in plain JavaScript, as far as the attention weights
-// need it, on the parameters Python exported (base64 of float16, the shipped values exactly),
-// and its heads' scores.
+// The Shakespeare language model in the page (mha_book.figures.shakespeare_heads): the forward pass
+// of mha_book.language_model.LanguageModel in plain JavaScript, as far as the attention weights
+// need it, on the parameters Python exported (base64 of float16, the shipped values exactly), and
+// its heads' scores.
 import { erfTable, halves, layerNorm, linear } from "./lm_math.js";
 
 // The model, with what it computed for the last text kept: a character's activations depend

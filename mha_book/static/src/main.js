@@ -5,7 +5,7 @@
 //   explorer     chapter 07's explorer (mha_book.figures.explorer): attention from exported
 //                queries and keys (explorer.js, attention.js)
 //   split-heads  chapter 05's split and merge of heads (mha_book.figures.batched_heads)
-//   text-heads   the Shakespeare model run in the page (mha_book.figures.text_heads: lm.js,
+//   text-heads   the Shakespeare model run in the page (mha_book.figures.shakespeare_heads: lm.js,
 //                lm_math.js, text_heads.js)
 import { extend } from "../../../mha/static/src/extend.js";
 import { attention, decode } from "./attention.js";

@@ -1,10 +1,10 @@
-// The Shakespeare figure (mha_book.figures.text_heads.text_heads): the compute "text-heads" that
-// runs lm.js's model at every change, what a text the model cannot read says, the readout.
+// The Shakespeare figure (mha_book.figures.shakespeare_heads.text_heads): the compute "text-heads"
+// that runs lm.js's model at every change, what a text the model cannot read says, the readout.
 import { TextModel } from "./lm.js";
 import { fmt, plural } from "../../../mha/static/src/format.js";
 
 // Why the model cannot read a text (a sentence), or null; the same words as
-// mha_book.figures.text_heads's text_problem
+// mha_book.figures.shakespeare_heads's text_problem
 function textProblem(text, data) {
   var C = data.model.config.context_length,
     bad = [];
@@ -28,8 +28,8 @@ function textProblem(text, data) {
   );
 }
 
-// the figure (mha_book.figures.text_heads.text_heads): choosing a passage puts its text in the
-// box; typing a text names the passage it equals, or "your own text" (kept, to come back to it)
+// the figure (mha_book.figures.shakespeare_heads.text_heads): choosing a passage puts its text in
+// the box; typing a text names the passage it equals, or "your own text" (kept, to come back to it)
 export function textHeads(v, data, changed, root) {
   var m = root.mhaText,
     set = {};
