@@ -104,6 +104,7 @@ course-test: $(HUB_STAMP) $(CHP)
 JS_SOURCES := mha/static/src mha_book/static/src
 lint: setup $(FRONTEND_STAMP)
 	$(BIN)/ruff check mha mha_book tests benchmarks scripts
+	$(BIN)/lint-imports
 	frontend/node_modules/.bin/eslint -c frontend/eslint.config.js $(JS_SOURCES) frontend
 	frontend/node_modules/.bin/prettier --config frontend/.prettierrc.json --check $(JS_SOURCES) frontend/*.mjs frontend/*.js
 	node frontend/build.mjs --check

@@ -6,13 +6,15 @@ folder outside the repository, and executes every notebook there with nbclient. 
 fails the run. Profiles:
 
 - ``lowest``: Colab-like: ipywidgets 7.7.1 (what Colab has long shipped), IPython 7.34 and
-  ipykernel 6.17 (Colab's), and the lowest versions the ``[book]`` extra allows (its floors, read
-  from pyproject.toml, so the floors are exactly what this run tested);
+  ipykernel 6.17 (Colab's), and the lowest versions the package allows: torch at the floor of
+  ``dependencies`` (the newest patch release of that minor version, PyPI's build: with its CUDA
+  libraries, about 3 GB, downloaded once into the cache) and the ``[book]`` extra's floors, read
+  from pyproject.toml, so the floors are exactly what this run tested;
 - ``newest``: the newest release of everything the extra allows (ipywidgets 8).
 
 No book toolchain (jupyter-book, myst-nb, sphinx) is installed: a chapter that imports one fails.
-torch is the CPU wheel pinned in requirements.txt (taken from the local wheel cache, never a
-multi-GB CUDA build). Environments are cached in ``~/.cache/mha-book/colab-check/``, keyed by
+In the newest profile torch is the CPU wheel pinned in requirements.txt (taken from the local
+wheel cache, never a multi-GB CUDA build). Environments are cached in ``~/.cache/mha-book/colab-check/``, keyed by
 their inputs.
 
     python scripts/colab_check.py                 # both profiles
@@ -91,10 +93,23 @@ def torch_pin():
     sys.exit("requirements.txt pins no torch==")
 
 
+def torch_floor():
+    """'torch~=X.Y.0' for the package's ``torch>=X.Y`` (the newest patch of the floor)."""
+    text = (ROOT / "pyproject.toml").read_text()
+    match = re.search(r'^dependencies\s*=\s*\["torch>=(\d+)\.(\d+)"\]', text, re.MULTILINE)
+    if not match:
+        sys.exit('pyproject.toml has no dependencies = ["torch>=X.Y"]')
+    return f"torch~={match.group(1)}.{match.group(2)}.0"
+
+
+def profile_torch(profile):
+    return torch_floor() if profile == "lowest" else torch_pin()
+
+
 def profile_requirements(profile):
-    """(requirements, constraints) for a profile; torch is always the pinned CPU wheel."""
+    """(requirements, constraints) for a profile; torch at the floor (lowest) or the pin."""
     floors = book_floors()
-    constraints = [torch_pin()]
+    constraints = [profile_torch(profile)]
     if profile == "lowest":
         pinned = {re.split(r"[=<>!]", p)[0] for p in COLAB_PINS}
         lowest = [f.replace(">=", "==") for f in floors]
@@ -121,7 +136,7 @@ def build_wheel():
 def make_env(profile, wheel):
     """A venv with torch, the wheel + [book] and the profile's pins; cached by its inputs."""
     requirements, constraints = profile_requirements(profile)
-    key = hashlib.sha256(json.dumps([torch_pin(), requirements, constraints, book_floors(),
+    key = hashlib.sha256(json.dumps([profile_torch(profile), requirements, constraints, book_floors(),
                                      sys.version]).encode()).hexdigest()[:12]
     env = CACHE / f"env-{profile}-{key}"
     python = env / "bin" / "python"
@@ -137,7 +152,7 @@ def make_env(profile, wheel):
             shutil.rmtree(old, ignore_errors=True)
         run([sys.executable, "-m", "venv", str(env)])
         (env / "constraints.txt").write_text("\n".join(constraints) + "\n")
-        run(pip + [torch_pin()])
+        run(pip + [profile_torch(profile)])
         run(pip + requirements)
         ready.touch()
     # the package itself: always the freshly built wheel, then whatever its [book] extra still

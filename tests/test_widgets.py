@@ -14,7 +14,10 @@ import mha_book
 from mha.layer import MultiHeadAttention
 from mha_book import patterns, widgets
 from mha_book.exercises import check
-from mha_book.exercises.part3_explorer import previous_token_weights, reference_previous_token
+from mha_book.exercises.pattern_previous_token import (
+    previous_token_weights,
+    reference_previous_token,
+)
 
 
 def entropy(weights):

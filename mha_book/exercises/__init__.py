@@ -10,20 +10,41 @@ says it is still running) all end in a short message. An unsolved stub (it raise
 ``NotImplementedError`` or returns None on every case) gets one line saying what to do. The
 global random state (torch, ``random``, numpy) is left as the reader had it.
 ``hints=False`` (or the environment variable ``MHA_EXERCISE_HINTS=off``, for an
-assessed lab) leaves the hints out of the report::
+assessed lab) leaves the hints out of the report.
 
-    from mha_book.exercises import Case, register, check
+One exercise, one file: ``mha_book/exercises/<check name>.py`` holds everything about it, in
+one ``register(...)`` call: the book's check (reference, cases, hint) and the course's facts
+(``scripts/course/mha_grader.py`` reads them from here)::
+
+    from mha_book.exercises import Case, register
+    from mha_book.exercises._shared import variant
+
+    def _variants(rng):  # the course's graded cases: sizes from ``rng``, torch seeded
+        H, Dh = rng.randint(1, 6), rng.randint(1, 5)
+        return [variant(f"{H} heads", (torch.randn(2, 3, H * Dh), H))]
 
     register(
         "split_heads",
-        reference=mha.split_heads,
+        reference=mha.functional.split_heads,
         cases=lambda: [Case("batch of 2, 3 heads", args=(torch.randn(2, 5, 12), 3))],
         hint="Reshape to (B, L, H, Dh) first, then transpose L and H.",
+        variants=_variants,
+        forbidden=[mha.functional.split_heads, mha.functional._split_heads],
     )
     result = check("split_heads", my_split_heads)   # result.passed, result.failures, bool(result)
 
-Every module of this package (other than this one) is imported when ``mha_book.exercises`` is, so a
-module only needs to call ``register(...)`` at import time.
+``variants(rng)`` gives the course's own cases (``rng`` a ``random.Random``; torch's generator
+is seeded too). ``forbidden`` lists what a student's function may not call: the package's
+answer and its private helpers, as the objects themselves (a rename then fails at import, not
+silently), or as dotted names where an object's own name is not its public one (torch's:
+``"torch.softmax"``, ``"torch.Tensor.softmax"``); ``[]`` says there is none. ``allowed`` lists
+the package's functions the book's own solution uses (any other function of ``mha`` it calls is
+flagged for the teacher). Every exercise of the package declares ``variants`` and ``forbidden``
+(the tests fail otherwise); ``forbidden_names(name)`` and ``allowed_names(name)`` give them as
+the dotted names the course's grader matches.
+
+Every module of this package (other than those starting with ``_``) is imported when
+``mha_book.exercises`` is, so a module only needs to call ``register(...)`` at import time.
 """
 
 from __future__ import annotations
@@ -52,7 +73,8 @@ import torch
 import mha
 import mha_book
 
-__all__ = ["Case", "CheckResult", "available", "check", "hints_on", "register"]
+__all__ = ["Case", "CheckResult", "allowed_names", "available", "check", "forbidden_names",
+           "hints_on", "register"]
 
 TIME_LIMIT = 10.0  # seconds per case, unless a check or a call says otherwise
 _TICK = 3.0  # seconds between two "still running" lines
@@ -89,18 +111,23 @@ class _Check:
     compare: Callable | None
     module: str
     time_limit: float = TIME_LIMIT
+    variants: Callable | None = None  # the course's cases: variants(rng) -> [Case]
+    forbidden: tuple | None = None  # dotted names (None: not declared)
+    allowed: tuple = ()  # dotted names, public aliases included
 
 
 _REGISTRY = {}
 
 
 def register(name, *, reference, cases, hint="", atol=1e-5, rtol=1e-4, compare=None,
-             time_limit=TIME_LIMIT):
+             time_limit=TIME_LIMIT, variants=None, forbidden=None, allowed=()):
     """Register the check ``name``: ``reference`` is the package's function, ``cases`` a zero-arg
     callable returning a list of ``Case`` (built afresh, seeded, on each check), ``hint`` is shown
     on failure, ``atol``/``rtol`` are the tolerances of the default comparison and ``compare``,
     when given, replaces it: ``compare(expected, actual)`` returns None or a failure message.
-    ``time_limit`` is the most seconds one case may take."""
+    ``time_limit`` is the most seconds one case may take. The course's facts: ``variants(rng)``
+    returns its graded cases, ``forbidden`` what the answer may not call (objects or dotted
+    names), ``allowed`` the package's functions the book's solution calls (objects)."""
     if not isinstance(name, str) or not name:
         raise TypeError(f"name must be a non-empty str; got {name!r}")
     if not callable(reference) or not callable(cases):
@@ -109,14 +136,73 @@ def register(name, *, reference, cases, hint="", atol=1e-5, rtol=1e-4, compare=N
         raise TypeError(f"compare of check {name!r} must be None or a callable; got {compare!r}")
     if not isinstance(hint, str):
         raise TypeError(f"hint of check {name!r} must be a str; got {type(hint).__name__}")
+    if variants is not None and not callable(variants):
+        raise TypeError(f"variants of check {name!r} must be None or a callable (rng -> list "
+                        f"of Case); got {variants!r}")
     time_limit = _positive_seconds("time_limit", time_limit)
+    forbidden = None if forbidden is None else tuple(
+        _dotted(entry, "forbidden", name) for entry in _entries(forbidden, "forbidden", name))
+    allowed = tuple(label for entry in _entries(allowed, "allowed", name)
+                    for label in _public_names(entry, name))
     module = sys._getframe(1).f_globals.get("__name__", "?")
     if name in _REGISTRY and _REGISTRY[name].module != module:
         raise ValueError(
             f"check {name!r} is already registered by {_REGISTRY[name].module}; "
             f"pick another name in {module}"
         )
-    _REGISTRY[name] = _Check(reference, cases, hint, atol, rtol, compare, module, time_limit)
+    _REGISTRY[name] = _Check(reference, cases, hint, atol, rtol, compare, module, time_limit,
+                             variants, forbidden, allowed)
+
+
+def _entries(value, argument, name):
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{argument} of check {name!r} must be a list; got {value!r}")
+    return value
+
+
+def _dotted(entry, argument, name):
+    """The dotted name of a forbidden or allowed ``entry``: a str as it is, an object's
+    ``__module__`` + ``__qualname__``."""
+    if isinstance(entry, str):
+        if not entry or entry.startswith(".") or entry.endswith("."):
+            raise ValueError(f"{argument} of check {name!r}: {entry!r} is not a dotted name")
+        return entry
+    module = getattr(entry, "__module__", None)
+    qualname = getattr(entry, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
+        raise TypeError(f"{argument} of check {name!r}: {entry!r} has no importable name; give "
+                        f"a module-level function or class, or its dotted name as a str")
+    return f"{module}.{qualname}"
+
+
+def _public_names(entry, name):
+    """``entry``'s dotted name and, where its top-level package exports it too, that alias
+    (``mha.split_heads`` beside ``mha.functional.split_heads``)."""
+    label = _dotted(entry, "allowed", name)
+    top = sys.modules.get(label.split(".")[0])
+    alias = f"{top.__name__}.{label.rsplit('.', 1)[1]}" if top is not None else label
+    if not isinstance(entry, str) and alias != label and getattr(
+            top, label.rsplit(".", 1)[1], None) is entry:
+        return (alias, label)
+    return (label,)
+
+
+def forbidden_names(name):
+    """The dotted names check ``name``'s function may not call (the course's grader adds the
+    reference); None when the exercise declares none (not even ``[]``)."""
+    return _spec(name).forbidden
+
+
+def allowed_names(name):
+    """The dotted names of the package's functions check ``name``'s function may call."""
+    return _spec(name).allowed
+
+
+def _spec(name):
+    if not isinstance(name, str) or name not in _REGISTRY:
+        raise ValueError(f"name must be the name of a check; got {name!r}. Available checks: "
+                         f"{', '.join(available())}")
+    return _REGISTRY[name]
 
 
 def _positive_seconds(name, value):

@@ -7,14 +7,15 @@ by ``nbgrader autograde``) that loads this file by its absolute path and
 calls ``grade(check, the student's function)``, in the notebook's kernel:
 
 1. It builds its own cases: the public check's cases and this course's
-   variants (``VARIANTS``: other sizes, values and parameters), from seeds
+   variants (the exercise's ``variants``: other sizes, values and
+   parameters, in mha_book/exercises/<check>.py), from seeds
    derived from the course secret (COURSE/grading/secret), so the numbers
    in the book and in the public checks are not the graded ones.
 2. It calls the student's function on every case in the notebook's kernel
    (the function may use the chapter's earlier cells), with a time limit,
    and notes any call, while it runs, of the package's own answer to the
-   exercise (``FORBIDDEN``, e.g. ``mha.masked_softmax`` when the exercise
-   is to write the masked softmax).
+   exercise (the exercise's ``forbidden``, e.g. ``mha.masked_softmax`` when
+   the exercise is to write the masked softmax).
 3. It saves what the function returned and judges it in a fresh Python
    process (``python -I mha_grader.py judge CHECK FILE``): the expected
    values come from the package's reference, or a course question's own
@@ -33,8 +34,8 @@ verification's own secret, COURSE/verification/secret, and the
 references); both places that run student code, nbgrader's kernel
 (``kernel``) and ``run``, are sandboxed first (``sandbox``: Landlock); and
 the answer cells are read, not run (``Reading``):
-a function whose code names the package's answer (FORBIDDEN, the check's
-reference) scores 0, and code that can reach around a grade (threads,
+a function whose code names the package's answer (``forbidden``, the
+check's reference) scores 0, and code that can reach around a grade (threads,
 processes, the profiler, mocks, the import system, the kernel, files,
 private names of mha, a library softmax in a softmax exercise) is flagged
 for the teacher to read.
@@ -42,7 +43,7 @@ for the teacher to read.
 A test cell scores 0 unless every case passes; its output names each failed
 case (and the hint, unless the course turned hints off in
 COURSE/grading/settings.json). What is not caught: a student's function
-that calls an equivalent library function under a name not in FORBIDDEN
+that calls an equivalent library function under a name not forbidden
 without any flagged construct (it is correct, and graded as such); code in
 the verification's student process that defeats the grader there through
 flagged constructs (frames, gc, ctypes); and, where Linux has no Landlock,
@@ -70,347 +71,15 @@ import warnings
 GRADING = os.path.dirname(os.path.abspath(__file__))
 QUESTION = "course:"  # a course question's check: course:<assignment>/<name>
 
-# what a student's function may not call directly: the package's own answer
-# and the private helpers that do its work (its reference is always added).
-# The verification (verify) scores 0 a function whose code names one of them;
-# the notebook's own test also watches the calls it makes. A teacher can edit
-# this table in COURSE/grading/mha_grader.py.
-# attention computes a softmax: given scores as queries and the identity as
-# keys and values (a second lecturer's review), it is a softmax exercise's
-# answer
-ATTENTION = ["torch.nn.functional.scaled_dot_product_attention",
-             "torch.nn.functional.multi_head_attention_forward",
-             "torch.nn.MultiheadAttention",
-             "mha.functional.scaled_dot_product_attention",
-             "mha.functional._attention", "mha.layer.MultiHeadAttention",
-             "mha.blockwise.blockwise_attention", "mha.modern.sink_attention",
-             "mha.modern.sink_fused_attention",
-             "mha.modern.window_attention", "mha_book.figures.one_big_head.product_of_heads",
-             "mha.functional.masked_softmax"]
-FORBIDDEN = {
-    "softmax": ["torch.softmax", "torch.nn.functional.softmax",
-                "torch.Tensor.softmax", "torch.special.softmax",
-                "torch.nn.Softmax", "torch._softmax", *ATTENTION],
-    "attention_weights": [
-        "mha.functional.scaled_dot_product_attention",
-        "torch.nn.functional.scaled_dot_product_attention",
-        "mha.functional._attention"],
-    "masked_softmax": ["mha.functional.masked_softmax",
-                       "mha.functional._softmax_allowed",
-                       "mha.functional._softmax_allowed_",
-                       "mha.masks._lens_to_mask",
-                       "mha.masks.valid_lens_to_mask", *ATTENTION],
-    "causal_mask": ["mha.masks.causal_mask", "mha.masks._causal_mask",
-                    "mha.masks.combine_masks", "mha.modern.window_mask"],
-    "attention_head": [
-        "mha.functional.scaled_dot_product_attention",
-        "torch.nn.functional.scaled_dot_product_attention",
-        "mha.functional._attention"],
-    "parameter_count": ["mha.layer.MultiHeadAttention",
-                        "torch.nn.MultiheadAttention",
-                        "mha.counts.count_parameters"],
-    "multi_head_forward": [
-        "mha.layer.MultiHeadAttention", "torch.nn.MultiheadAttention",
-        "torch.nn.functional.multi_head_attention_forward"],
-    "split_heads": ["mha.functional.split_heads",
-                    "mha.functional._split_heads"],
-    "merge_heads": ["mha.functional.merge_heads",
-                    "mha.functional._merge_heads"],
-    "head_scores": [],
-    "pattern_previous_token": [
-        "mha_book.exercises.part3_explorer.reference_previous_token"],
-    "flop_count": ["mha.counts.count_flops"],
-    "attention_entropy": ["mha_book.tasks.attention_entropy"],
-    "previous_token_score": ["mha_book.tasks.pattern_score",
-                             "mha.head_scores.previous_token_score"],
-    "greedy_pruning_order": [
-        "mha_book.exercises.ch09_pruning.greedy_pruning_order"],
-    "induction_score": ["mha.head_scores.induction_score"],
-    "kv_cache_bytes": ["mha.configs.kv_cache_bytes"],
-    "apply_rope": ["mha.rotary.apply_rope",
-                   "mha_book.exercises.ch12_rope._reference"],
-    "online_softmax_step": ["mha.blockwise.online_softmax_step"],
-    "sliding_window_mask": ["mha.modern.window_mask"],
-    "scaled_dot_product_attention": [
-        "mha.functional.scaled_dot_product_attention",
-        "torch.nn.functional.scaled_dot_product_attention",
-        "mha.functional._attention"],
-}
-
-
-# the package's names a check's function may use (those the book's own
-# solution uses); any other name of mha in it is flagged for review
-ALLOWED_MHA = {
-    "multi_head_forward": ("mha.scaled_dot_product_attention",
-                           "mha.functional.scaled_dot_product_attention"),
-    "head_scores": ("mha.split_heads", "mha.functional.split_heads"),
-}
-
-
-# --- the course's variants: more cases, drawn from the course's seed --------
-# Each takes ``rng`` (random.Random) for sizes; torch's generator is seeded
-# too. Shapes: B batch, H heads, L/Lq/Lk lengths, D d_model, Dh d_head.
-
-
-def _variant(name, args, kwargs=None):
-    from mha_book.exercises import Case
-
-    return Case(f"course case: {name}", args=args, kwargs=kwargs or {})
-
-
-def _softmax(rng):
-    import torch
-
-    shape = (rng.randint(1, 4), rng.randint(2, 9))
-    scale = rng.randint(2, 30)
-    big = torch.randn(rng.randint(2, 7)) * 20 + rng.randint(500, 900)
-    return [_variant(f"scores {shape} times {scale}",
-                     (torch.randn(*shape) * scale,)),
-            _variant(f"{big.numel()} scores around {big.mean():.0f}", (big,))]
-
-
-def _attention_weights(rng):
-    import torch
-
-    out = []
-    for _ in range(2):
-        d, n = rng.randint(2, 8), rng.randint(2, 10)
-        t = rng.randint(1, 40) / 8
-        out.append(_variant(f"{n} keys of {d} features, temperature {t:g}",
-                            (torch.randn(d), torch.randn(n, d)),
-                            {"temperature": t}))
-    return out
-
-
-def _masked_softmax(rng):
-    import torch
-
-    B, Lq, Lk = rng.randint(1, 3), rng.randint(1, 5), rng.randint(2, 8)
-    per_seq = torch.tensor([rng.randint(0, Lk) for _ in range(B)])
-    per_query = torch.tensor([[rng.randint(0, Lk) for _ in range(Lq)]
-                              for _ in range(B)])
-    scores = torch.randn(B, Lq, Lk) * rng.randint(1, 10)
-    return [
-        _variant(f"scores {(B, Lq, Lk)}, valid_lens {per_seq.tolist()}",
-                 (scores, per_seq)),
-        _variant(f"scores {(B, Lq, Lk)}, valid_lens {per_query.tolist()}",
-                 (scores.clone(), per_query)),
-    ]
-
-
-def _causal_mask(rng):
-    sizes = [(rng.randint(1, 12), rng.randint(1, 12)) for _ in range(3)]
-    return [_variant(f"{q} queries, {k} keys", (q, k)) for q, k in sizes]
-
-
-def _attention_head(rng):
-    import torch
-
-    B, L, D = rng.randint(1, 3), rng.randint(1, 7), rng.randint(2, 12)
-    Dh, Dv = rng.randint(1, 9), rng.randint(1, 5)
-    x = torch.randn(B, L, D)
-    W_q, W_k, W_v = torch.randn(D, Dh), torch.randn(D, Dh), torch.randn(D, Dv)
-    return [
-        _variant(f"x {(B, L, D)}, Dh = {Dh}, Dv = {Dv}", (x, W_q, W_k, W_v)),
-        _variant(f"x {(B, L, D)}, W_k shared", (x.clone(), W_q.clone())),
-    ]
-
-
-def _parameter_count(rng):
-    out = []
-    for bias in (False, True):
-        H, Dh = rng.randint(1, 16), rng.randint(1, 64)
-        out.append(_variant(f"d_model = {H * Dh}, {H} heads, bias={bias}",
-                            (H * Dh, H), {"bias": bias}))
-    return out
-
-
-def _multi_head_forward(rng):
-    from mha_book.exercises.part2 import _forward_case
-
-    out = []
-    for self_attention in (True, False):
-        H, Dh = rng.randint(1, 4), rng.randint(1, 6)
-        B, Lq, Lk = rng.randint(1, 2), rng.randint(1, 6), rng.randint(1, 6)
-        case = _forward_case("", B, Lq, Lk, H * Dh, H, self_attention)
-        kind = "self" if self_attention else "cross"
-        out.append(_variant(f"{kind}-attention, d_model {H * Dh}, {H} heads",
-                            case.args))
-    return out
-
-
-def _split_heads(rng):
-    import torch
-
-    B, L, H, Dh = (rng.randint(1, 3), rng.randint(1, 6), rng.randint(1, 6),
-                   rng.randint(1, 5))
-    return [_variant(f"x {(B, L, H * Dh)}, {H} heads",
-                     (torch.randn(B, L, H * Dh), H))]
-
-
-def _merge_heads(rng):
-    import torch
-
-    B, H, L, Dh = (rng.randint(1, 3), rng.randint(1, 6), rng.randint(1, 6),
-                   rng.randint(1, 5))
-    return [_variant(f"x {(B, H, L, Dh)}", (torch.randn(B, H, L, Dh),)),
-            _variant(f"x {(B, H, L, Dh)}, not contiguous",
-                     (torch.randn(B, L, H, Dh).transpose(1, 2),))]
-
-
-def _head_scores(rng):
-    import torch
-
-    B, Lq, Lk = rng.randint(1, 2), rng.randint(1, 7), rng.randint(1, 7)
-    H, Dh = rng.randint(1, 6), rng.randint(1, 6)
-    return [_variant(f"{Lq} queries, {Lk} keys, d_model {H * Dh}, {H} heads",
-                     (torch.randn(B, Lq, H * Dh), torch.randn(B, Lk, H * Dh),
-                      H))]
-
-
-def _pattern_previous_token(rng):
-    sizes = sorted({rng.choice([3, 4, 6, 7, 8, 10, 11, 12, 13, 14, 15])
-                    for _ in range(2)})
-    return [_variant(f"{n} tokens", (n,)) for n in sizes]
-
-
-def _flop_count(rng):
-    out = []
-    for _ in range(3):
-        H, Dh, L = rng.randint(1, 16), rng.randint(1, 128), rng.randint(1, 5000)
-        kv = rng.choice([d for d in range(1, H + 1) if H % d == 0])
-        out.append(_variant(f"{L} tokens, d_model {H * Dh}, {H} heads, "
-                            f"{kv} key/value heads", (L, H * Dh, H, kv)))
-    return out
-
-
-def _weights(rng, causal=False):
-    import torch
-
-    B, H, L = rng.randint(1, 3), rng.randint(1, 5), rng.randint(2, 9)
-    scores = torch.randn(B, H, L, L) * rng.randint(1, 4)
-    if causal:
-        blocked = torch.ones(L, L, dtype=torch.bool).triu(1)
-        scores = scores.masked_fill(blocked, float("-inf"))
-    return scores.softmax(-1)
-
-
-def _attention_entropy(rng):
-    w, c = _weights(rng), _weights(rng, causal=True)
-    return [_variant(f"random weights {tuple(w.shape)}", (w,)),
-            _variant(f"causal weights {tuple(c.shape)}", (c,))]
-
-
-def _previous_token_score(rng):
-    w = _weights(rng, causal=True)
-    return [_variant(f"causal weights {tuple(w.shape)}", (w,))]
-
-
-def _greedy_pruning_order(rng):
-    import torch
-
-    from mha_book.exercises.ch09_pruning import _additive
-
-    layers, heads = rng.randint(1, 3), rng.randint(2, 4)
-    remove = rng.randint(1, layers * heads)
-    return [_variant(f"additive costs, {layers} x {heads} heads, remove "
-                     f"{remove}", (_additive(torch.rand(layers, heads)),
-                                   layers, heads, remove))]
-
-
-def _induction_score(rng):
-    from mha_book.exercises.part3_text import _causal_rows
-
-    T, B, H = rng.randint(1, 6), rng.randint(1, 3), rng.randint(1, 4)
-    w = _causal_rows((B, H, 2 * T, 2 * T), seed=rng.randint(10, 10**6))
-    return [_variant(f"causal weights, B={B}, H={H}, T={T}", (w, T))]
-
-
-def _kv_cache_bytes(rng):
-    out = []
-    for _ in range(3):
-        H, Dh = rng.randint(1, 64), rng.randint(1, 128)
-        kv = rng.choice([d for d in range(1, H + 1) if H % d == 0])
-        args = (rng.randint(1, 96), H, kv, H * Dh, rng.randint(0, 9000),
-                rng.randint(1, 8), rng.choice([1, 2, 4]))
-        out.append(_variant("layers, heads, kv heads, d_model, seq_len, "
-                            f"batch, bytes = {args}", args))
-    return out
-
-
-def _apply_rope(rng):
-    import torch
-
-    out = []
-    for interleaved in (False, True):
-        L, Dh = rng.randint(1, 6), 2 * rng.randint(1, 6)
-        start = rng.randint(0, 500)
-        positions = torch.randperm(L) + start
-        x = torch.randn(rng.randint(1, 2), rng.randint(1, 3), L, Dh)
-        out.append(_variant(f"x {tuple(x.shape)}, positions "
-                            f"{positions.tolist()}, interleaved="
-                            f"{interleaved}", (x, positions),
-                            {"interleaved": interleaved}))
-    return out
-
-
-def _online_softmax_step(rng):
-    import torch
-
-    from mha_book.exercises.ch13_online_softmax import _after
-
-    B, Lq, Bk, Dv = (rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 5),
-                     rng.randint(1, 4))
-    state = _after(torch.randn(B, Lq, Bk) * 3, torch.randn(B, Bk, Dv))
-    shift = rng.randint(-6, 6)
-    return [_variant(f"a second block, scores shifted by {shift}",
-                     (*state, torch.randn(B, Lq, Bk) + shift,
-                      torch.randn(B, Bk, Dv)))]
-
-
-def _sliding_window_mask(rng):
-    out = []
-    for _ in range(3):
-        keys = rng.randint(1, 12)
-        queries, window = rng.randint(1, keys), rng.randint(1, 8)
-        out.append(_variant(f"{queries} queries, {keys} keys, window "
-                            f"{window}", (queries, keys, window)))
-    return out
-
-
-def _scaled_dot_product_attention(rng):
-    import torch
-
-    Lq, Lk, Dk, Dv = (rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 9),
-                      rng.randint(1, 5))
-    return [_variant(f"{Lq} queries, {Lk} keys, Dk {Dk}, Dv {Dv}",
-                     (torch.randn(2, Lq, Dk), torch.randn(2, Lk, Dk),
-                      torch.randn(2, Lk, Dv)))]
-
-
-VARIANTS = {
-    "softmax": _softmax,
-    "attention_weights": _attention_weights,
-    "masked_softmax": _masked_softmax,
-    "causal_mask": _causal_mask,
-    "attention_head": _attention_head,
-    "parameter_count": _parameter_count,
-    "multi_head_forward": _multi_head_forward,
-    "split_heads": _split_heads,
-    "merge_heads": _merge_heads,
-    "head_scores": _head_scores,
-    "pattern_previous_token": _pattern_previous_token,
-    "flop_count": _flop_count,
-    "attention_entropy": _attention_entropy,
-    "previous_token_score": _previous_token_score,
-    "greedy_pruning_order": _greedy_pruning_order,
-    "induction_score": _induction_score,
-    "kv_cache_bytes": _kv_cache_bytes,
-    "apply_rope": _apply_rope,
-    "online_softmax_step": _online_softmax_step,
-    "sliding_window_mask": _sliding_window_mask,
-    "scaled_dot_product_attention": _scaled_dot_product_attention,
-}
+# what a student's function may not call directly (the package's own answer
+# and the private helpers that do its work), the course's own cases of each
+# check and the package's functions its solution may use: each exercise's
+# file says (mha_book/exercises/<check>.py: ``forbidden``, ``variants``,
+# ``allowed``), and the check's reference is always forbidden too.
+# The verification (verify) scores 0 a function whose code names one of
+# them; the notebook's own test also watches the calls it makes. A teacher
+# can forbid more in COURSE/grading/mha_grader.py: check name -> dotted names.
+COURSE_FORBIDDEN = {}
 
 
 # --- the course's settings, secret and checks -------------------------------
@@ -450,11 +119,15 @@ class Spec:
     ``cases(rng)`` the cases; compared as ``mha_book.exercises`` compares."""
 
     def __init__(self, name, reference, cases, *, hint="", atol=1e-5,
-                 rtol=1e-4, compare=None, time_limit=10.0, forbidden=()):
+                 rtol=1e-4, compare=None, time_limit=10.0, forbidden=(),
+                 allowed=None):
         self.name, self.reference, self.cases = name, reference, cases
         self.hint, self.atol, self.rtol = hint, atol, rtol
         self.compare, self.time_limit = compare, time_limit
         self.forbidden = list(forbidden)
+        # the package's functions it may use (None: those it enters are
+        # not noted, as for a course question)
+        self.allowed = allowed
 
 
 def question_path(name, grading=GRADING):
@@ -487,7 +160,7 @@ def spec(name, grading=GRADING):
     from mha_book import exercises
 
     check = exercises._REGISTRY[name]
-    variants = VARIANTS.get(name, lambda rng: [])
+    variants = check.variants or (lambda rng: [])
 
     def cases(rng):
         import torch
@@ -499,7 +172,9 @@ def spec(name, grading=GRADING):
     return Spec(name, check.reference, cases, hint=check.hint,
                 atol=check.atol, rtol=check.rtol, compare=check.compare,
                 time_limit=check.time_limit,
-                forbidden=[check.reference, *FORBIDDEN.get(name, [])])
+                forbidden=[check.reference, *(check.forbidden or ()),
+                           *COURSE_FORBIDDEN.get(name, [])],
+                allowed=tuple(check.allowed))
 
 
 def build_cases(check, number):
@@ -891,7 +566,7 @@ def run(check, fn, cases):
         args, kwargs = ex._clone(case.args), ex._clone(case.kwargs)
         pristine = ex._clone(case.args), ex._clone(case.kwargs)
         watch = _Watch(check.forbidden, None if check.name.startswith(
-            QUESTION) else ALLOWED_MHA.get(check.name, ()), (args, kwargs))
+            QUESTION) else check.allowed or (), (args, kwargs))
         banned = watch.banned(fn)
         with _quiet(), watch:
             if banned:
@@ -1027,9 +702,9 @@ def judge(name, outcomes, grading=GRADING, cases=None, check=None):
 
 # --- reading the answer cells (the verification's static part) --------------
 # Code is read, never run, here. A function whose code names the package's
-# answer (FORBIDDEN, the check's reference) scores 0; code that can reach
-# around a grade (threads, processes, the profiler, the import system, the
-# kernel, files), a private name of mha, or a library softmax in a softmax
+# answer (its forbidden names, the check's reference) scores 0; code that can
+# reach around a grade (threads, processes, the profiler, the import system,
+# the kernel, files), a private name of mha, or a library softmax in a softmax
 # exercise is flagged for the teacher to read, and keeps its score.
 
 REVIEW_MODULES = ("threading", "_thread", "concurrent", "multiprocessing",
@@ -1084,7 +759,7 @@ REVIEW_DEFS = ("__del__", "__torch_function__", "__torch_dispatch__",
 REVIEW_STRINGS = re.compile(r"(^|/)proc/|secret|mha_grader|mha_course|"
                             r"gradebook|nbgrader|/grading\b|exchange", re.I)
 # a softmax exercise: any of these, named by a student's function, is a
-# library's softmax (flagged unless FORBIDDEN already scores it 0)
+# library's softmax (flagged unless forbidden already scores it 0)
 # (and what computes one inside: a distribution's normalised logits, the
 # gradient of a cross-entropy, TorchScript compiled from a string)
 SOFTMAX_LIKE = re.compile(
@@ -1422,7 +1097,8 @@ class Reading:
 
     def check(self, grade_id, name, fn, forbidden):
         """The findings of test cell ``grade_id`` (check ``name`` of
-        function ``fn``; ``forbidden``: dotted names, as FORBIDDEN)."""
+        function ``fn``; ``forbidden``: dotted names, as
+        ``_forbidden_labels`` gives them)."""
         last = {entry.rsplit(".", 1)[-1] for entry in forbidden}
         family = bool(last & SOFTMAX_FAMILY)
         found = []
@@ -1431,7 +1107,7 @@ class Reading:
             found.append({"level": "zero", "cell": cell, "line": line,
                           "what": what, "check": grade_id})
 
-        allowed_mha = ALLOWED_MHA.get(name, ())
+        allowed_mha = _allowed(name)
 
         def named(cell, line, label, short, attribute=False):
             if not name.startswith(QUESTION) and (
@@ -1781,6 +1457,15 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
 
+def _allowed(name):
+    """The dotted names of the package's functions check ``name``'s function
+    may use (its exercise's ``allowed``, aliases included)."""
+    from mha_book import exercises
+
+    entry = exercises._REGISTRY.get(name)
+    return tuple(entry.allowed) if entry is not None else ()
+
+
 def _forbidden_labels(check):
     """The dotted names of what ``check``'s function may not call."""
     labels = [e for e in check.forbidden if isinstance(e, str)]
@@ -1820,7 +1505,7 @@ def serve(grading=GRADING):
         built[cell["grade_id"]] = (check, cases)
         plan[cell["grade_id"]] = {
             "check": cell["check"], "time_limit": check.time_limit,
-            "forbidden": labels,
+            "forbidden": labels, "allowed": check.allowed,
             "cases": [(c.name, c.args, c.kwargs) for c in cases]}
         try:
             if unreadable is None:
@@ -1914,7 +1599,8 @@ def run_cells(cells_file, cases_file, out_file):
         else:
             check = Spec(entry["check"], None, None,
                          time_limit=entry["time_limit"],
-                         forbidden=entry["forbidden"])
+                         forbidden=entry["forbidden"],
+                         allowed=entry["allowed"])
             results[cell["grade_id"]] = run(check, fn, cases)
         out.seek(0)  # the file opened before the sandbox
         out.truncate()

@@ -292,12 +292,31 @@ def test_the_grade_gives_the_books_solutions_full_marks_and_stubs_none(
 
 
 def test_every_check_has_course_variants_and_its_forbidden_calls_resolve():
-    assert set(grader.VARIANTS) == set(mha_book.exercises.available())
-    assert set(grader.FORBIDDEN) == set(mha_book.exercises.available())
-    for entries in grader.FORBIDDEN.values():
-        for entry in entries:
+    # each exercise's file declares them (mha_book/exercises/<name>.py);
+    # the grader reads them from there, the reference first
+    assert not hasattr(grader, "VARIANTS") and not hasattr(grader, "FORBIDDEN")
+    for name in mha_book.exercises.available():
+        entry = mha_book.exercises._REGISTRY[name]
+        assert callable(entry.variants), name
+        assert entry.forbidden is not None, name
+        check = grader.spec(name)
+        assert check.forbidden == [entry.reference, *entry.forbidden], name
+        assert check.allowed == entry.allowed == grader._allowed(name), name
+        for entry in check.forbidden[1:]:
             label, codes, builtins, method = grader._resolve(entry)
             assert codes or builtins or method, entry
+        for label in check.allowed:
+            assert grader._resolved(label)[1], label
+
+
+def test_a_course_forbids_more_in_its_own_grader(monkeypatch):
+    # appendix/teachers.md: COURSE_FORBIDDEN in course/grading/mha_grader.py
+    monkeypatch.setitem(grader.COURSE_FORBIDDEN, "softmax", ["torch.exp"])
+    check = grader.spec("softmax")
+    assert check.forbidden[-1] == "torch.exp"
+    assert "torch.exp" in grader._forbidden_labels(check)
+    monkeypatch.delitem(grader.COURSE_FORBIDDEN, "softmax")
+    assert "torch.exp" not in grader.spec("softmax").forbidden
 
 
 def fingerprint(x):

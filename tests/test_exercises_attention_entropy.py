@@ -1,5 +1,5 @@
-"""The chapter 08 exercise checks (mha_book/exercises/part3_trained.py) pass the package's own functions
-and fail, with a message that helps, on the mistakes readers really make."""
+"""The check of chapter 08's entropy (mha_book/exercises/attention_entropy.py) passes the
+package's own function and fails, with a message that helps, on the mistakes readers make."""
 
 import math
 
@@ -14,8 +14,8 @@ def run(name, fn):
     return result, "\n".join(result.failures)
 
 
-def test_part3_trained_checks_are_registered():
-    assert {"attention_entropy", "previous_token_score"} <= set(available())
+def test_registered():
+    assert "attention_entropy" in available()
 
 
 def test_reference_entropy_values():
@@ -58,15 +58,3 @@ def test_entropy_check_fails_on_wrong_axis():
     result, _text = run("attention_entropy",  # averaged over the heads instead of the queries
                        lambda w: -torch.special.xlogy(w, w).sum(-1).mean((0, 1)))
     assert not result.passed
-
-
-def test_previous_token_score_check():
-    def solution(weights):
-        return torch.diagonal(weights, offset=-1, dim1=-2, dim2=-1).mean((0, 2))  # (B, H, L-1)
-
-    assert check("previous_token_score", solution, verbose=False).passed
-    # a plausible mistake: the diagonal above (next token) instead of below
-    result, text = run("previous_token_score",
-                       lambda w: torch.diagonal(w, offset=1, dim1=-2, dim2=-1).mean((0, 2)))
-    assert not result.passed
-    assert "perfect previous-token head" in text

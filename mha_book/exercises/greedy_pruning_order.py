@@ -1,4 +1,4 @@
-"""Checks for chapter 09 (which heads matter): a pruning order found by ablation, re-measured
+"""The check of chapter 09's coding exercise (which heads matter): a pruning order found by ablation, re-measured
 after every removal (greedy), so that redundant heads are not all removed together.
 
 The reader's function is called as ``fn(evaluate, num_layers, num_heads, num_remove)``, where
@@ -9,6 +9,7 @@ a loss (lower is better), and returns the removed heads in order, as (layer, hea
 import torch
 
 from mha_book.exercises import Case, register
+from mha_book.exercises._shared import variant
 
 
 def greedy_pruning_order(evaluate, num_layers, num_heads, num_remove):
@@ -89,6 +90,14 @@ def _compare(expected, actual):
     return None
 
 
+def _variants(rng):
+    layers, heads = rng.randint(1, 3), rng.randint(2, 4)
+    remove = rng.randint(1, layers * heads)
+    return [variant(f"additive costs, {layers} x {heads} heads, remove "
+                    f"{remove}", (_additive(torch.rand(layers, heads)),
+                                  layers, heads, remove))]
+
+
 register(
     "greedy_pruning_order",
     reference=greedy_pruning_order,
@@ -98,4 +107,6 @@ register(
     "that head at 0), call evaluate on it, remove the head with the lowest value (strictly "
     "lower, so ties keep the first (layer, head) tried), and start the next step from the new "
     "mask: the costs change once a head is gone.",
+    variants=_variants,
+    forbidden=[greedy_pruning_order],
 )

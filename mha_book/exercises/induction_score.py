@@ -1,4 +1,4 @@
-"""Check for the Shakespeare model's head scores: the induction score of a head.
+"""The check of chapter 10's coding exercise (heads on text): the induction score of a head.
 
 Shapes: B batch, H heads, T the length of one random block, 2T the repeated sequence.
 """
@@ -8,6 +8,7 @@ import torch
 from mha.head_scores import induction_score
 from mha.masks import causal_mask
 from mha_book.exercises import Case, register
+from mha_book.exercises._shared import variant
 
 
 def _causal_rows(shape, *, seed, sharpness=1.0):
@@ -38,6 +39,12 @@ def _induction_cases():
     ]
 
 
+def _variants(rng):
+    T, B, H = rng.randint(1, 6), rng.randint(1, 3), rng.randint(1, 4)
+    w = _causal_rows((B, H, 2 * T, 2 * T), seed=rng.randint(10, 10**6))
+    return [variant(f"causal weights, B={B}, H={H}, T={T}", (w, T))]
+
+
 register(
     "induction_score",
     reference=induction_score,
@@ -46,4 +53,6 @@ register(
     "i - T, so the token that followed it sits at i - T + 1: average weights[..., i, i - T + 1] "
     "over the batch and those T queries (torch.diagonal with offset=-(T - 1) gives them all, "
     "drop its first entry), one value per head: shape (H,).",
+    variants=_variants,
+    forbidden=[induction_score],
 )

@@ -1,4 +1,4 @@
-"""The chapter 12 exercise check (mha_book/exercises/ch12_rope.py) passes correct rotary embeddings
+"""The chapter 12 exercise check (mha_book/exercises/apply_rope.py) passes correct rotary embeddings
 and fails, with a message that helps, on the usual mistakes."""
 
 import torch

@@ -1,4 +1,4 @@
-"""The chapter 09 exercise check (mha_book/exercises/ch09_pruning.py): a greedy pruning order passes,
+"""The chapter 09 exercise check (mha_book/exercises/greedy_pruning_order.py): a greedy pruning order passes,
 and the mistakes readers make (one-shot ranking, forgetting removed heads) fail with a message."""
 
 import torch

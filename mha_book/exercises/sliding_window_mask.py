@@ -19,6 +19,7 @@ import torch
 
 from mha.modern import window_mask
 from mha_book.exercises import Case, register
+from mha_book.exercises._shared import variant
 
 
 def _reference(num_queries, num_keys, window):
@@ -87,6 +88,16 @@ def _cases():
     ]
 
 
+def _variants(rng):
+    out = []
+    for _ in range(3):
+        keys = rng.randint(1, 12)
+        queries, window = rng.randint(1, keys), rng.randint(1, 8)
+        out.append(variant(f"{queries} queries, {keys} keys, window "
+                           f"{window}", (queries, keys, window)))
+    return out
+
+
 register(
     "sliding_window_mask",
     reference=_reference,
@@ -98,4 +109,6 @@ register(
         "(j <= i) & (j > i - window), with i as a column (Lq, 1) and j as a row (1, Lk) so "
         "that the comparison broadcasts to (Lq, Lk)."
     ),
+    variants=_variants,
+    forbidden=[window_mask],
 )

@@ -1,4 +1,4 @@
-"""The chapter 11 exercise check: the size of a key/value cache in bytes.
+"""The check of chapter 11's coding exercise: the size of a key/value cache in bytes.
 
 The reader writes ``fn(num_layers, num_heads, num_kv_heads, d_model, seq_len, batch_size,
 bytes_per_value)``; the cases cover multi-head, grouped-query and multi-query models, an empty
@@ -7,6 +7,7 @@ cache, a batch and other number formats.
 
 from mha.configs import kv_cache_bytes
 from mha_book.exercises import Case, register
+from mha_book.exercises._shared import variant
 
 
 def _reference(num_layers, num_heads, num_kv_heads, d_model, seq_len, batch_size,
@@ -28,6 +29,18 @@ def _cases():
     ]
 
 
+def _variants(rng):
+    out = []
+    for _ in range(3):
+        H, Dh = rng.randint(1, 64), rng.randint(1, 128)
+        kv = rng.choice([d for d in range(1, H + 1) if H % d == 0])
+        args = (rng.randint(1, 96), H, kv, H * Dh, rng.randint(0, 9000),
+                rng.randint(1, 8), rng.choice([1, 2, 4]))
+        out.append(variant("layers, heads, kv heads, d_model, seq_len, "
+                           f"batch, bytes = {args}", args))
+    return out
+
+
 register(
     "kv_cache_bytes",
     reference=_reference,
@@ -35,4 +48,6 @@ register(
     hint="every layer stores a key AND a value vector (factor 2) of d_head = d_model / num_heads "
     "numbers per key/value head (num_kv_heads, not num_heads), per position and per sequence; "
     "multiply by bytes_per_value.",
+    variants=_variants,
+    forbidden=[kv_cache_bytes],
 )

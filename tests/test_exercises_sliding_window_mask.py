@@ -1,4 +1,4 @@
-"""The chapter 14 exercise check (mha_book/exercises/ch14_window.py) passes a correct function and
+"""The chapter 14 exercise check (mha_book/exercises/sliding_window_mask.py) passes a correct function and
 fails, naming the mistake, on the slips readers make with a sliding window's mask."""
 
 import torch

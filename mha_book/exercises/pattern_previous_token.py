@@ -1,17 +1,10 @@
-"""Checks for the coding exercises of chapter 07 (the attention explorer).
+"""The check of chapter 07's first coding exercise (the attention explorer): a
+previous-token head by hand.
 
-========================== ==================================================================
-check                      the reader writes
-========================== ==================================================================
-``pattern_previous_token`` ``fn(seq_len) -> (W_q, W_k)``: two (L, L) matrices, in the layout
-                           of ``nn.Linear.weight`` (q = W_q @ x), that make every token
-                           attend to the one before it when token i is the one-hot vector of
-                           position i. Checked by a score: row i must put more than 0.9 of
-                           its weight on key i - 1, for every i >= 1.
-``flop_count``             ``fn(seq_len, d_model, num_heads, num_kv_heads) -> int``: the FLOPs
-                           of one self-attention forward pass (multiply-add = 2 FLOPs), as
-                           ``mha_book.widgets.count_flops(...)["total"]`` counts them.
-========================== ==================================================================
+The reader writes ``fn(seq_len) -> (W_q, W_k)``: two (L, L) matrices, in the layout of
+``nn.Linear.weight`` (q = W_q @ x), that make every token attend to the one before it when
+token i is the one-hot vector of position i. Checked by a score: row i must put more than 0.9
+of its weight on key i - 1, for every i >= 1.
 
 Shapes: L tokens; the one-hot inputs make d_model = d_head = L (one head).
 """
@@ -22,7 +15,7 @@ import torch
 
 from mha.functional import scaled_dot_product_attention
 from mha_book.exercises import Case, register
-from mha_book.widgets import count_flops
+from mha_book.exercises._shared import variant
 
 THRESHOLD = 0.9
 
@@ -63,6 +56,12 @@ def _compare_previous_token(expected, actual):
     return None
 
 
+def _variants(rng):
+    sizes = sorted({rng.choice([3, 4, 6, 7, 8, 10, 11, 12, 13, 14, 15])
+                    for _ in range(2)})
+    return [variant(f"{n} tokens", (n,)) for n in sizes]
+
+
 register(
     "pattern_previous_token",
     reference=reference_previous_token,
@@ -72,22 +71,7 @@ register(
     "slot i (W_q = c * I) and k_j point at slot j + 1 (put c at row j + 1, column j of W_k); "
     "the score c*c is divided by sqrt(L), so pick c large enough (c = 5 passes up to 16 "
     "tokens).",
+    variants=_variants,
+    forbidden=[reference_previous_token],
 )
 
-
-register(
-    "flop_count",
-    reference=lambda seq_len, d_model, num_heads, num_kv_heads: count_flops(
-        seq_len, d_model, num_heads, num_kv_heads)["total"],
-    cases=lambda: [
-        Case("the explorer's start: 12 tokens, d_model 64, 8 heads", args=(12, 64, 8, 8)),
-        Case("9 tokens, d_model 512, 8 heads", args=(9, 512, 8, 8)),
-        Case("one head", args=(10, 64, 1, 1)),
-        Case("long sequence: 4096 tokens, d_model 768, 12 heads", args=(4096, 768, 12, 12)),
-        Case("grouped-query: 8 heads, 2 key/value heads", args=(10, 64, 8, 2)),
-        Case("multi-query: 8 heads, 1 key/value head", args=(10, 64, 8, 1)),
-    ],
-    hint="count a multiply-add as 2 FLOPs, so (m x k) @ (k x n) costs 2*m*k*n. Add the Q and "
-    "output projections (2*L*D*D each), the K and V projections (2*L*D*(num_kv_heads*d_head) "
-    "each), QK^T and weights @ V (2*H*L*L*d_head each); leave the softmax out.",
-)

@@ -15,6 +15,7 @@ import torch
 
 from mha.blockwise import online_softmax_step
 from mha_book.exercises import Case, register
+from mha_book.exercises._shared import variant
 
 NEG_INF = float("-inf")
 
@@ -64,6 +65,16 @@ def _cases():
     ]
 
 
+def _variants(rng):
+    B, Lq, Bk, Dv = (rng.randint(1, 2), rng.randint(1, 4), rng.randint(1, 5),
+                     rng.randint(1, 4))
+    state = _after(torch.randn(B, Lq, Bk) * 3, torch.randn(B, Bk, Dv))
+    shift = rng.randint(-6, 6)
+    return [variant(f"a second block, scores shifted by {shift}",
+                    (*state, torch.randn(B, Lq, Bk) + shift,
+                     torch.randn(B, Bk, Dv)))]
+
+
 register(
     "online_softmax_step",
     reference=online_softmax_step,
@@ -75,4 +86,6 @@ register(
         "allowed yet) subtract 0 instead, or you get exp(-inf - (-inf)) = NaN; an empty block "
         "has no max at all: return the state unchanged."
     ),
+    variants=_variants,
+    forbidden=[online_softmax_step],
 )

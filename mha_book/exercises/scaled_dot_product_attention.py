@@ -1,34 +1,16 @@
-"""Checks for the package's own building blocks: softmax and scaled dot-product attention.
+"""The check of scaled dot-product attention, the package's own building block.
 
+The reader writes ``fn(query, key, value, mask=None)`` -> ``(output, weights)``.
 Shapes: B batch, H heads, Lq/Lk query/key lengths, Dk/Dv features (see ``mha.functional``).
 """
 
 import torch
 
+from mha import functional
 from mha.functional import scaled_dot_product_attention
 from mha.masks import causal_mask
 from mha_book.exercises import Case, register
-
-
-def _softmax_cases():
-    return [
-        Case("one row [1, 2, 3]", args=(torch.tensor([1.0, 2.0, 3.0]),)),
-        Case("equal scores give equal weights", args=(torch.zeros(2, 4),)),
-        Case("large scores [1000, 1001, 1002] (subtract the max first)",
-             args=(torch.tensor([1000.0, 1001.0, 1002.0]),)),
-        Case("very negative scores [-1000, -1001]", args=(torch.tensor([-1000.0, -1001.0]),)),
-        Case("a -inf score gets weight 0", args=(torch.tensor([0.0, float("-inf"), 1.0]),)),
-        Case("batch (2, 3, 5), softmax over the last axis", args=(torch.randn(2, 3, 5),)),
-    ]
-
-
-register(
-    "softmax",
-    reference=lambda x: torch.softmax(x, dim=-1),
-    cases=_softmax_cases,
-    hint="exp(x - max) / sum(exp(x - max)) over the last axis (dim=-1, keepdim=True); "
-    "subtracting the row's max avoids overflow and changes nothing else.",
-)
+from mha_book.exercises._shared import variant
 
 
 def _attention_cases():
@@ -49,10 +31,22 @@ def _attention_cases():
     ]
 
 
+def _variants(rng):
+    Lq, Lk, Dk, Dv = (rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 9),
+                      rng.randint(1, 5))
+    return [variant(f"{Lq} queries, {Lk} keys, Dk {Dk}, Dv {Dv}",
+                    (torch.randn(2, Lq, Dk), torch.randn(2, Lk, Dk),
+                     torch.randn(2, Lk, Dv)))]
+
+
 register(
     "scaled_dot_product_attention",
     reference=scaled_dot_product_attention,
     cases=_attention_cases,
     hint="scores = query @ key.transpose(-2, -1) / sqrt(Dk); blocked scores (mask False) become "
     "-inf before the softmax over the last axis; return (weights @ value, weights).",
+    variants=_variants,
+    forbidden=[scaled_dot_product_attention,
+               "torch.nn.functional.scaled_dot_product_attention",
+               functional._attention],
 )

@@ -1,4 +1,4 @@
-"""The induction-score exercise check (mha_book/exercises/part3_text.py): it passes the package's
+"""The induction-score exercise check (mha_book/exercises/induction_score.py): it passes the package's
 induction score and a loop written by hand, and fails, with a useful message, on the slips
 readers make (the wrong diagonal, counting the first copy)."""
 

@@ -1,4 +1,4 @@
-"""The chapter 11 exercise check (mha_book/exercises/ch11_kv_cache.py) passes a correct function and
+"""The chapter 11 exercise check (mha_book/exercises/kv_cache_bytes.py) passes a correct function and
 fails, naming the case and with a hint, on the mistakes readers make."""
 
 from mha_book.exercises import available, check

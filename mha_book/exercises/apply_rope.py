@@ -16,6 +16,7 @@ import torch
 
 from mha.rotary import apply_rope
 from mha_book.exercises import Case, register
+from mha_book.exercises._shared import variant
 
 
 def _reference(x, positions, interleaved=False):
@@ -86,6 +87,20 @@ def _reference_recording(x, positions, interleaved=False):
     return out
 
 
+def _variants(rng):
+    out = []
+    for interleaved in (False, True):
+        L, Dh = rng.randint(1, 6), 2 * rng.randint(1, 6)
+        start = rng.randint(0, 500)
+        positions = torch.randperm(L) + start
+        x = torch.randn(rng.randint(1, 2), rng.randint(1, 3), L, Dh)
+        out.append(variant(f"x {tuple(x.shape)}, positions "
+                           f"{positions.tolist()}, interleaved="
+                           f"{interleaved}", (x, positions),
+                           {"interleaved": interleaved}))
+    return out
+
+
 register(
     "apply_rope",
     reference=_reference_recording,
@@ -97,4 +112,6 @@ register(
         "x[..., :Dh//2] with x[..., Dh//2:]; interleaved pairs x[..., 0::2] with x[..., 1::2]."
     ),
     compare=_compare_rope,
+    variants=_variants,
+    forbidden=[apply_rope, _reference],
 )
