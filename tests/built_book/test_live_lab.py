@@ -310,7 +310,7 @@ def test_typing_into_the_shakespeare_figure_in_jupyterlab(browser, lab):
     the model in the page, and the weights it drew equal the package's to 1e-3."""
     import torch
 
-    from mha_book.figures import text_heads as T
+    from mha_book.figures import shakespeare_heads as T
 
     context, page, outside = local_page(browser)
     try:
@@ -441,7 +441,7 @@ def test_saved_explorer_draws_again_without_its_kernel(browser, lab, tmp_path):
 
     path = tmp_path / "notebooks" / "saved_explorer.ipynb"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "from mha import widgets\nwidgets.explorer(num_heads=4, seq_len=6)")])
+        "from mha_book import widgets\nwidgets.explorer(num_heads=4, seq_len=6)")])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
     nbformat.write(nb, path)
