@@ -26,29 +26,15 @@ from pathlib import Path
 
 
 def figures():
+    """Every live figure of the book (``mha_book.figures.FIGURES``, found, not listed), made
+    with the arguments of its mark; an in-page compute is named so."""
     from mha_book import figures as live
-    from mha_book.figures import explorer
 
-    return {
-        "ch01 temperature_bars": live.temperature_bars([0.3, 2.0, 1.6, -0.5], list("abcd")),
-        "ch02 dk_softmax": live.dk_softmax(),
-        "ch02 mask_builder": live.mask_builder(),
-        "ch03 shared_vs_separate": live.shared_vs_separate(),
-        "ch04 heads_at_fixed_width": live.heads_at_fixed_width(),
-        "ch05 split_explorer (in-page)": live.split_explorer(),
-        "ch05 fold_valid_lens": live.fold_valid_lens(),
-        "ch06 one_vs_many": live.one_vs_many(),
-        "ch07 explorer (in-page compute)": explorer.explorer_figure({"temperature": 0.5}),
-        "ch08 trained_head_lines": live.trained_head_lines(),
-        "ch09 head_switches": live.head_switches(),
-        "ch10 text_heads (in-page model)": live.text_heads(),
-        "ch11 decode_steps": live.decode_steps(),
-        "ch11 kv_cache_size": live.kv_cache_size(),
-        "ch12 rope_rotation": live.rope_rotation(),
-        "ch13 online_softmax": live.online_softmax(),
-        "ch14 kv_bytes": live.kv_bytes(),
-        "ch14 window_sink": live.window_sink(),
-    }
+    made = {}
+    for name in live.FIGURES:
+        fig = live.build(name)
+        made[name + (f" (in-page {fig.compute})" if fig.compute else "")] = fig
+    return made
 
 
 #: the speed goal of a live figure's redraw: one frame at 60 Hz (the browser tests measure and

@@ -15,6 +15,10 @@ Masks are bool with **True = may attend** (the convention of
 Each public function checks its arguments first (``mha._checks``: bad input raises a
 ``ValueError``/``TypeError`` naming the argument) and then calls a small private function that
 does only the maths on checked inputs: ``_attention``, ``_split_heads``, ``_merge_heads``.
+Those unchecked functions (and ``_softmax_allowed``) are the package's internal maths: the
+layers and ``mha.attention_functions`` call them on inputs they have checked themselves (the
+book shows them under these names). The layers' attention step itself, fused or explicit, is
+in ``mha.attention_functions``.
 """
 
 import math

@@ -17,39 +17,25 @@ A cache keeps only c and k_rope: R + Dr numbers per token, for all the heads tog
 (H, Dv, R) the two halves of W_ukv, q_nope . (W_uk c) = (W_uk^T q_nope) . c: fold W_uk into the
 queries and attend over the latents themselves (one key/value "head" shared by all H, as in
 multi-query attention), then apply W_uv to the output, which is a weighted sum of latents.
+
+The attention step is the layer's attention function (``attn_implementation``,
+``"sdpa"`` by default; ``mha.attention_functions``), as in
+``MultiHeadAttention``.
 """
 
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from . import _checks
+from .attention_functions import AttentionName, attention_function
 from .cache import KVCache
-from .functional import _attention, _merge_heads
-from .layer import _SDPA_HAS_GQA, _layer_mask
-from .rotary import _check_base, apply_rope
+from .functional import _merge_heads
+from .masks import layer_mask
+from .rotary import apply_rope, check_base
 
 __all__ = ["LatentAttention"]
-
-
-def _sdpa(q, k, v, allowed, causal, scale):
-    """SDPA with an explicit scale: q (B, H, Lq, Dk), k (B, 1 or H, Lk, Dk), v (B, 1 or H, Lk, Dv)
-    -> (B, H, Lq, Dv); a query row that ``allowed`` leaves without keys gives zeros."""
-    if q.size(1) != k.size(1):
-        if _SDPA_HAS_GQA:
-            kw = {"enable_gqa": True}
-        else:  # older torch: a view of the one shared head for every query head
-            kw, k, v = {}, k.expand(-1, q.size(1), -1, -1), v.expand(-1, q.size(1), -1, -1)
-    else:
-        kw = {}
-    if allowed is None:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, **kw)
-    any_key = allowed.any(dim=-1, keepdim=True)  # (..., Lq, 1)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed | ~any_key, scale=scale,
-                                         **kw)
-    return out.masked_fill(~any_key, 0.0)
 
 
 class LatentAttention(nn.Module):
@@ -67,7 +53,11 @@ class LatentAttention(nn.Module):
 
     ``apply_rope`` (base ``rope_base``, pairs as ``interleaved`` says) rotates the rope parts
     only; scores are scaled by 1 / sqrt(Dn + Dr).
+
+    ``attn_implementation`` (default ``"sdpa"``): its attention function.
     """
+
+    attn_implementation = AttentionName("sdpa")
 
     def __init__(self, d_model, num_heads, *, kv_rank, qk_nope_dim, qk_rope_dim, v_head_dim,
                  q_rank=None, rope_base=10000.0, interleaved=False, bias=False, device=None,
@@ -84,7 +74,7 @@ class LatentAttention(nn.Module):
                              f"rotate pairs of features")
         if q_rank is not None:
             q_rank = _checks.check_positive_int("q_rank", q_rank)
-        _check_base(rope_base)
+        check_base(rope_base)
         for name, value in (("interleaved", interleaved), ("bias", bias)):
             _checks.check_bool(name, value)
         _checks.check_device_arg("device", device)
@@ -120,8 +110,8 @@ class LatentAttention(nn.Module):
         past = self._check_forward(x, mask, is_causal, need_weights, cache, absorb)
         (B, Lq, _), H = x.shape, self.num_heads
         Dn, Dr, R = self.qk_nope_dim, self.qk_rope_dim, self.kv_rank
-        allowed, causal = _layer_mask(mask, None, is_causal, (B, H, Lq, past + Lq), x.device,
-                                      cached=cache is not None)
+        allowed, causal = layer_mask(mask, None, is_causal, (B, H, Lq, past + Lq),
+                                     x.device, cached=cache is not None)
         if self.q_rank is None:
             q = self.W_q(x)  # (B, Lq, D) -> (B, Lq, H*(Dn+Dr))
         else:
@@ -176,14 +166,16 @@ class LatentAttention(nn.Module):
         return torch.einsum("bhqr,hvr->bhqv", out, w_uv), weights
 
     def _attention(self, q, k, v, allowed, causal, scale, need_weights):
-        """q (B, H, Lq, Dk), k (B, 1 or H, Lk, Dk), v (B, 1 or H, Lk, Dv) -> (B, H, Lq, Dv) and
-        the weights (B, H, Lq, Lk) or None."""
-        if not need_weights:
-            return _sdpa(q, k, v, allowed, causal, scale), None
-        if causal:
-            allowed = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool,
-                                 device=q.device).tril()  # (Lq, Lk), Lq == Lk here
-        return _attention(q, k, v, allowed, scale)  # k, v broadcast over the heads
+        """q (B, H, Lq, Dk), k (B, 1 or H, Lk, Dk), v (B, 1 or H, Lk, Dv)
+        -> (B, H, Lq, Dv) and the weights (B, H, Lq, Lk) or None, by the
+        layer's attention function."""
+        H = q.size(1)
+        # one key/value "head" for all: broadcast, a view (no copies)
+        k = k.expand(-1, H, -1, -1)  # (B, 1 or H, Lk, Dk) -> (B, H, Lk, Dk)
+        v = v.expand(-1, H, -1, -1)  # (B, 1 or H, Lk, Dv) -> (B, H, Lk, Dv)
+        attention = attention_function(self.attn_implementation)
+        return attention(self, q, k, v, allowed, is_causal=causal, scale=scale,
+                         need_weights=need_weights)
 
     def _check_forward(self, x, mask, is_causal, need_weights, cache, absorb):
         """Check forward's arguments; returns the number of cached positions P."""

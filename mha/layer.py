@@ -3,53 +3,35 @@
 Shape legend: B batch, H query heads, Hkv key/value heads, Lq/Lk query/key lengths, D d_model,
 Dh d_head = D / H (see ``mha.functional``).
 
-Two paths compute the same function. With ``need_weights=False`` (the default) the heads go
-through ``torch.nn.functional.scaled_dot_product_attention``, which picks a fused kernel and never
-stores the (Lq, Lk) weights; with ``need_weights=True`` the explicit
-softmax(Q K^T / sqrt(Dh)) V of ``mha.functional`` runs and the per-head weights come back.
-"""
+One forward pass: project (one packed matmul for self-attention), add
+positions (the ``_position`` hook), append to a ``KVCache``, attend, then
+``W_o``. The attention step is the function that ``attn_implementation`` names
+in ``mha.attention_functions``: ``"sdpa"`` by default, which with
+``need_weights=False`` hands the heads to
+``torch.nn.functional.scaled_dot_product_attention`` (a fused kernel that
+never stores the (Lq, Lk) weights) and with ``need_weights=True`` runs the
+explicit softmax(Q K^T / sqrt(Dh)) V of ``mha.functional`` and returns the
+per-head weights.
 
-import math
+The options of recent models are options of this same pass, all off here
+(``RotaryMultiHeadAttention`` switches them on): ``window`` (a causal sliding
+window, ``mha.modern.window_attend``), ``sinks`` (the ``"sinks"`` attention
+function), ``qk_norm`` (``q_norm`` and ``k_norm`` after the projection) and
+``gate`` (``W_g``, in the packed matmul).
+"""
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from . import _checks
+from .attention_functions import AttentionName, attention_function
 from .cache import check_cache_call
-from .functional import _attention, _merge_heads, _split_heads
-from .masks import _causal_mask, combine_masks
+from .functional import _merge_heads
+from .masks import layer_mask
+from .modern import window_attend
 
 __all__ = ["MultiHeadAttention"]
-
-# enable_gqa (key/value heads shared by groups of query heads, without copies) came in torch 2.5
-_SDPA_HAS_GQA = torch.__version__ >= "2.5"  # a TorchVersion: compares as a version, not text
-
-
-def _repeat_kv(x, num_heads):
-    """(B, Hkv, Lk, Dh) -> (B, H, Lk, Dh): key/value head g serves query heads g*H/Hkv..."""
-    return x if x.size(1) == num_heads else x.repeat_interleave(num_heads // x.size(1), dim=1)
-
-
-def fused_attention(q, k, v, allowed=None, is_causal=False, dropout_p=0.0):
-    """SDPA on q (B, H, Lq, Dh), k and v (B, Hkv, Lk, Dh) -> (B, H, Lq, Dh), no (Lq, Lk) weights.
-
-    A query row that ``allowed`` (bool, True = may attend) leaves without any key gives zeros:
-    it is allowed every key for the kernel (no NaN, finite gradients), then zeroed.
-    """
-    gqa = {}
-    if q.size(1) != k.size(1):
-        if _SDPA_HAS_GQA:
-            gqa = {"enable_gqa": True}
-        else:  # older torch: copy each key/value head for the query heads of its group
-            k, v = _repeat_kv(k, q.size(1)), _repeat_kv(v, q.size(1))
-    if allowed is None:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal,
-                                              **gqa)
-    any_key = allowed.any(dim=-1, keepdim=True)  # (B, H, Lq, 1), broadcast dims kept at 1
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed | ~any_key,
-                                         dropout_p=dropout_p, **gqa)
-    return out.masked_fill(~any_key, 0.0)
 
 
 class MultiHeadAttention(nn.Module):
@@ -63,7 +45,13 @@ class MultiHeadAttention(nn.Module):
     unless its first axis is 1, since (B, Lq, Lk) and (H, Lq, Lk) broadcast alike when B == H:
     write ``mask[:, None]`` (B, 1, Lq, Lk) for one mask per sequence or ``mask[None]``
     (1, H, Lq, Lk) for one per head.
+
+    ``attn_implementation`` (default ``"sdpa"``): the name of the attention
+    function in ``mha.attention_functions`` the layer calls; set it to
+    ``"eager"`` or to a function of your own (``attention_functions.register``).
     """
+
+    attn_implementation = AttentionName("sdpa")
 
     def __init__(self, d_model, num_heads, *, num_kv_heads=None, kdim=None, vdim=None,
                  bias=False, dropout=0.0, device=None, dtype=None):
@@ -79,104 +67,127 @@ class MultiHeadAttention(nn.Module):
         self.W_k = nn.Linear(self.kdim, num_kv_heads * self.d_head, **kw)
         self.W_v = nn.Linear(self.vdim, num_kv_heads * self.d_head, **kw)
         self.W_o = nn.Linear(num_heads * self.d_head, d_model, **kw)
+        # the options of recent models, off (RotaryMultiHeadAttention sets them)
+        self.window, self.sinks, self.qk_norm, self.gate = None, None, False, False
 
     def forward(self, query, key=None, value=None, *, mask=None, valid_lens=None,
                 is_causal=False, need_weights=False, head_mask=None, cache=None):
-        """query (B, Lq, D), key (B, Lk, kdim) defaults to query, value (B, Lk, vdim) to key;
-        mask bool broadcastable to (B, H, Lq, Lk), True = may attend; valid_lens (B,) or (B, Lq);
-        head_mask (H,) or (B, H). Returns output (B, Lq, D) and weights (B, H, Lq, Lk) or None.
+        """query (B, Lq, D), key (B, Lk, kdim) defaults to query, value
+        (B, Lk, vdim) to key; mask bool broadcastable to (B, H, Lq, Lk), True =
+        may attend; valid_lens (B,) or (B, Lq); head_mask (H,) or (B, H).
+        Returns output (B, Lq, D) and weights (B, H, Lq, Lk) or None.
 
-        ``cache`` (a ``mha.KVCache``, self-attention only): the new tokens' keys and values are
-        appended to it and the queries attend to all P cached positions plus the Lq new ones, so
-        Lk = P + Lq. ``is_causal=True`` is then aligned at the bottom right (new query i, at
-        position P + i, sees keys 0 .. P + i), and ``mask``/``valid_lens``, if given, describe
-        all those keys: mask broadcastable to (B, H, Lq, P + Lq), lengths counted from key 0."""
+        ``cache`` (a ``mha.KVCache``, self-attention only): the new tokens'
+        keys and values are appended to it and the queries attend to all P
+        cached positions plus the Lq new ones, so Lk = P + Lq.
+        ``is_causal=True`` is then aligned at the bottom right (new query i, at
+        position P + i, sees keys 0 .. P + i), and ``mask``/``valid_lens``, if
+        given, describe all those keys: mask broadcastable to
+        (B, H, Lq, P + Lq), lengths counted from key 0."""
         if cache is not None:
-            check_cache_call(cache, query, key, value)
+            check_cache_call(cache, query, key, value, window=self.window)
         key = query if key is None else key
         value = key if value is None else value
-        past = 0 if cache is None else cache.seq_len  # keys already cached, before the new ones
-        _checks.check_forward_args(self, query, key, value, mask, valid_lens, is_causal,
-                                   need_weights, head_mask, past=past)
+        past = 0 if cache is None else cache.seq_len  # positions cached before
+        start = 0 if cache is None else cache.start  # the first one it holds
+        _checks.check_forward_args(self, query, key, value, mask, valid_lens,
+                                   is_causal, need_weights, head_mask, past=past)
         (B, Lq, _), Lk, H = query.shape, key.size(1), self.num_heads
-        allowed, causal = _layer_mask(mask, valid_lens, is_causal, (B, H, Lq, past + Lk),
-                                      query.device, cached=cache is not None)
-        q, k, v = self._project(query, key, value)  # (B, H, Lq, Dh), 2 x (B, Hkv, Lk, Dh)
-        q, k = self._position(q, k, past)  # identity here; RotaryMultiHeadAttention rotates
+        allowed, causal = layer_mask(
+            mask, valid_lens, is_causal, (B, H, Lq, past + Lk), query.device,
+            cached=cache is not None, window=self.window, start=start)
+        # (B, H, Lq, Dh), 2 x (B, Hkv, Lk, Dh), the gate's (B, Lq, H*Dh) or None
+        q, k, v, gate = self._project(query, key, value)
+        q, k = self._position(q, k, past)  # identity here; rotary rotates
         if cache is not None:
             k, v = cache.append(k, v)  # (B, Hkv, P + Lk, Dh)
-        out, weights = self._attend(q, k, v, allowed, causal, need_weights)  # (B, H, Lq, Dh)
-        if head_mask is not None:
-            out = out * head_mask.to(out).view(-1, H, 1, 1)  # (H,) or (B, H) -> (B|1, H, 1, 1)
-        return self.W_o(_merge_heads(out)), weights  # (B, H, Lq, Dh) -> (B, Lq, H*Dh) -> (B, Lq, D)
+        out, weights = self._attend(q, k, v, allowed, causal, need_weights,
+                                    past=past, start=start)  # (B, H, Lq, Dh)
+        if head_mask is not None:  # (H,) or (B, H) -> (B|1, H, 1, 1)
+            out = out * head_mask.to(out).view(-1, H, 1, 1)
+        out = _merge_heads(out)  # (B, H, Lq, Dh) -> (B, Lq, H*Dh)
+        if gate is not None:  # head h's columns h*Dh:(h+1)*Dh times its gate
+            out = out * torch.sigmoid(gate)  # (B, Lq, H*Dh)
+        return self.W_o(out), weights  # (B, Lq, H*Dh) -> (B, Lq, D)
 
     def _position(self, q, k, offset):
-        """Position information for q (B, H, Lq, Dh) and k (B, Hkv, Lk, Dh): the identity here
-        (positions enter the model before the layer). The positions of the new tokens start at
-        ``offset`` (the number of cached positions); a subclass such as
-        ``RotaryMultiHeadAttention`` rotates q and k by them."""
+        """Position information for q (B, H, Lq, Dh) and k (B, Hkv, Lk, Dh):
+        the identity here (positions enter the model before the layer). The
+        positions of the new tokens start at ``offset`` (the number of cached
+        positions); a subclass such as ``RotaryMultiHeadAttention`` rotates q
+        and k by them."""
         return q, k
 
     def _project(self, query, key, value):
-        """Project and split into heads; self-attention does it in one packed matmul."""
+        """Project and split into heads: q (B, H, Lq, Dh), k and v
+        (B, Hkv, Lk, Dh), q and k normalised with ``qk_norm``, and the gate's
+        logits (B, Lq, H*Dh) with ``gate`` (else None). Self-attention does it
+        in one packed matmul, ``W_g`` included."""
+        H, Hkv, Dh = self.num_heads, self.num_kv_heads, self.d_head
+        linears = [self.W_q, self.W_k, self.W_v]
+        linears += [self.W_g] if self.gate else []
         if query is key is value:
-            linears = (self.W_q, self.W_k, self.W_v)
-            weight = torch.cat([m.weight for m in linears])  # (H*Dh + 2*Hkv*Dh, D)
-            bias = None if self.W_q.bias is None else torch.cat([m.bias for m in linears])
+            # (H*Dh + 2*Hkv*Dh [+ H*Dh], D): all the weights, one matmul
+            weight = torch.cat([m.weight for m in linears])
+            bias = (None if self.W_q.bias is None
+                    else torch.cat([m.bias for m in linears]))
             sizes = [m.out_features for m in linears]
-            q, k, v = F.linear(query, weight, bias).split(sizes, dim=-1)  # (B, L, H*Dh), ...
+            # (B, L, D) -> (B, L, H*Dh), (B, L, Hkv*Dh) x 2 [, (B, L, H*Dh)]
+            parts = F.linear(query, weight, bias).split(sizes, dim=-1)
         else:
-            q, k, v = self.W_q(query), self.W_k(key), self.W_v(value)
-        # (B, L, H*Dh) -> (B, H, L, Dh) and (B, L, Hkv*Dh) -> (B, Hkv, L, Dh)
-        return (_split_heads(q, self.num_heads), _split_heads(k, self.num_kv_heads),
-                _split_heads(v, self.num_kv_heads))
+            inputs = (query, key, value, query)
+            parts = [m(x) for m, x in zip(linears, inputs)]
+        q = parts[0].unflatten(-1, (H, Dh))  # (B, Lq, H*Dh) -> (B, Lq, H, Dh)
+        k = parts[1].unflatten(-1, (Hkv, Dh))  # -> (B, Lk, Hkv, Dh)
+        v = parts[2].unflatten(-1, (Hkv, Dh))
+        if self.qk_norm:  # RMSNorm of each head's Dh features, before rope
+            q, k = self.q_norm(q), self.k_norm(k)
+        # (B, L, H, Dh) -> (B, H, L, Dh) and (B, L, Hkv, Dh) -> (B, Hkv, L, Dh)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        return q, k, v, (parts[3] if self.gate else None)
 
-    def _attend(self, q, k, v, allowed, causal, need_weights):
-        """Attention of every head: (B, H, Lq, Dh) output and (B, H, Lq, Lk) weights or None."""
+    def _attend(self, q, k, v, allowed, causal, need_weights, *, past=0,
+                start=0):
+        """Attention of every head: (B, H, Lq, Dh) output and (B, H, Lq, Lk)
+        weights or None, by the function ``attn_implementation`` names
+        (``mha.attention_functions``): for ``"sdpa"``, the fused kernel, or
+        the explicit softmax when ``need_weights`` asks for the weights.
+
+        With a ``window`` the function runs within the band (q at positions
+        past .. past + Lq - 1, k from position start on)."""
+        attention = attention_function(self.attn_implementation)
         dropout_p = self.dropout if self.training else 0.0
-        if not need_weights:
-            return fused_attention(q, k, v, allowed, causal, dropout_p), None
-        if causal:
-            allowed = _causal_mask(q.size(-2), k.size(-2), device=q.device)  # (Lq, Lk)
-        k, v = _repeat_kv(k, self.num_heads), _repeat_kv(v, self.num_heads)  # (B, H, Lk, Dh)
-        # one copy each into (B, H, L, Dh) order: the two batched matmuls then need none
-        q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
-        return _attention(q, k, v, allowed, 1 / math.sqrt(self.d_head), dropout_p)
+
+        def attend(q, k, v, mask, is_causal, need_weights):
+            return attention(self, q, k, v, mask, is_causal=is_causal,
+                             dropout_p=dropout_p, need_weights=need_weights)
+
+        if self.window is None:
+            return attend(q, k, v, allowed, causal, need_weights)
+        return window_attend(attend, q, k, v, self.window, past=past,
+                             start=start, allowed=allowed,
+                             need_weights=need_weights)
 
     @classmethod
-    def from_torch(cls, module):
+    def from_torch(cls, module, **kwargs):
         """The same function as a ``batch_first`` ``torch.nn.MultiheadAttention``, weight for
-        weight (separate or packed input projections, kdim/vdim, biases, dropout)."""
-        return _from_torch(cls, module)
+        weight (separate or packed input projections, kdim/vdim, biases, dropout).
+        ``kwargs``: more arguments for a subclass (``max_relative_position``)."""
+        return _from_torch(cls, module, **kwargs)
 
     def prune_heads(self, heads):
         """Remove the query heads in ``heads`` (a list of int indices) for good (rows of W_q,
-        columns of W_o; and the rows of W_k and W_v when no other head uses them). Returns self."""
+        columns of W_o; and the rows of W_k and W_v when no other head uses them;
+        those heads' rows of W_g and entries of sinks). Returns self."""
+        heads = _checks.check_heads(heads, self.num_heads)
+        keep = [h for h in range(self.num_heads) if h not in heads]
         _prune_heads(self, heads)
+        _prune_options(self, keep)
         return self
 
     def extra_repr(self):
         return (f"d_model={self.d_model}, num_heads={self.num_heads}, "
                 f"num_kv_heads={self.num_kv_heads}, d_head={self.d_head}, dropout={self.dropout}")
-
-
-def _layer_mask(mask, valid_lens, is_causal, shape, device, cached=False):
-    """(allowed, causal): is_causal alone (Lq == Lk) stays a flag for SDPA, so no mask is built.
-
-    ``cached``: the keys are P cached positions then the Lq new ones (Lk = P + Lq), and the causal
-    triangle is aligned at the bottom right: query i sees keys 0 .. P + i. Otherwise it is
-    aligned at the top left, like ``F.scaled_dot_product_attention`` (query i sees keys 0 .. i).
-    """
-    Lq, Lk = shape[-2:]
-    if is_causal is True and cached and Lk > Lq:
-        allowed = combine_masks(mask, valid_lens, False, shape, device)
-        if Lq == 1:  # one new token: it sees every key, nothing to hide
-            return allowed, False
-        causal = torch.ones(Lq, Lk, dtype=torch.bool, device=device).tril(Lk - Lq)  # (Lq, Lk)
-        return (causal if allowed is None else allowed & causal), False
-    if is_causal is True and mask is None and valid_lens is None and Lq == Lk:
-        return None, True
-    return combine_masks(mask, valid_lens, is_causal, shape, device), False
 
 
 def _from_torch(cls, module, **kwargs):
@@ -246,3 +257,15 @@ def _prune_heads(layer, heads):
     layer.W_v = _keep_rows(layer.W_v, rows(keep_kv), 0)
     layer.W_o = _keep_rows(layer.W_o, rows(keep), 1)
     layer.num_heads, layer.num_kv_heads = len(keep), len(keep_kv)
+
+
+def _prune_options(layer, keep):
+    """The per-head parts of the options, kept for the heads ``keep`` only:
+    the rows of W_g, the entries of sinks."""
+    Dh, device = layer.d_head, layer.W_q.weight.device
+    if layer.gate:
+        rows = [torch.arange(h * Dh, (h + 1) * Dh) for h in keep]
+        layer.W_g = _keep_rows(layer.W_g, torch.cat(rows).to(device), 0)
+    if layer.sinks is not None:
+        index = torch.tensor(keep, device=device)
+        layer.sinks = nn.Parameter(layer.sinks.detach()[index])  # (H',)

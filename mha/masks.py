@@ -153,3 +153,35 @@ def combine_masks(mask, valid_lens, is_causal, shape, device):
         causal = _causal_mask(Lq, Lk, device=device)  # (Lq, Lk)
         allowed = causal if allowed is None else allowed & causal
     return allowed
+
+
+def layer_mask(mask, valid_lens, is_causal, shape, device, *, cached=False,
+               window=None, start=0):
+    """(allowed, causal): the mask a layer attends with, and whether SDPA's
+    ``is_causal`` flag stands in for it (is_causal alone, Lq == Lk: no mask
+    is built). shape = (B, H, Lq, Lk).
+
+    ``cached``: the keys are P cached positions then the Lq new ones
+    (Lk = P + Lq), and the causal triangle is aligned at the bottom right:
+    query i sees keys 0 .. P + i. Otherwise it is aligned at the top left,
+    like ``F.scaled_dot_product_attention`` (query i sees keys 0 .. i).
+    ``window`` (an int): the attention applies the causal band itself, so
+    only ``mask`` and ``valid_lens`` are combined here; ``start``: the first
+    key position a window's cache still holds (the mask's columns from it).
+    """
+    Lq, Lk = shape[-2:]
+    if window is not None:  # causal whatever is_causal says: the band
+        allowed = combine_masks(mask, valid_lens, False, shape, device)
+        if allowed is not None and start and allowed.size(-1) != 1:
+            allowed = allowed[..., start:]  # (..., Lq, Lk - start)
+        return allowed, False
+    if is_causal is True and cached and Lk > Lq:
+        allowed = combine_masks(mask, valid_lens, False, shape, device)
+        if Lq == 1:  # one new token: it sees every key, nothing to hide
+            return allowed, False
+        ones = torch.ones(Lq, Lk, dtype=torch.bool, device=device)
+        causal = ones.tril(Lk - Lq)  # (Lq, Lk): query i sees keys 0 .. P + i
+        return (causal if allowed is None else allowed & causal), False
+    if is_causal is True and mask is None and valid_lens is None and Lq == Lk:
+        return None, True
+    return combine_masks(mask, valid_lens, is_causal, shape, device), False

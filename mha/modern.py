@@ -1,5 +1,6 @@
-"""What 2024-2026 models changed in the attention layer: the pieces behind the options of
-``RotaryMultiHeadAttention`` (``window``, ``sinks``; ``qk_norm`` and ``gate`` need nothing here).
+"""What 2024-2026 models changed in the attention layer: the pieces behind the
+options of the layer's one forward pass (``window``, ``sinks``; ``qk_norm`` and
+``gate`` need nothing here; ``RotaryMultiHeadAttention`` switches them on).
 
 Shape legend: B batch, H query heads, Hkv key/value heads, Lq/Lk query/key lengths, Dh d_head
 (see ``mha.functional``).
@@ -8,22 +9,27 @@ Shape legend: B batch, H query heads, Hkv key/value heads, Lq/Lk query/key lengt
   absolute position i sees the keys at positions j with ``i - w < j <= i``, its last ``w``
   positions counting itself (Hugging Face's ``sliding_window=w``). ``window_mask`` builds it;
   ``window_attention`` runs the fused kernel block by block of queries over only the keys each
-  block's window reaches, so the cost grows as L * w rather than L * L.
+  block's window reaches, so the cost grows as L * w rather than L * L;
+  ``window_attend`` runs any attention function of ``mha.attention_functions``
+  within that window.
 - Attention sinks (gpt-oss): one learned logit ``s_h`` per head joins every row's softmax and is
   then dropped, so a row's weights sum to ``1 / (1 + exp(s_h - logsumexp(scores)))`` < 1:
   a head can put weight "nowhere" instead of on some key. ``sink_attention`` is the explicit
   formula; ``sink_fused_attention`` has PyTorch's fused kernel compute it, with one extra key.
+  Together they are the attention function ``"sinks"`` (``sinks``).
 """
+
+import math
 
 import torch
 import torch.nn.functional as F
 
 from . import _checks
+from .attention_functions import register, repeat_kv, sdpa
 from .functional import _softmax_allowed
-from .layer import _SDPA_HAS_GQA, _repeat_kv
 
-__all__ = ["check_window", "sink_attention", "sink_fused_attention", "window_attention",
-           "window_mask"]
+__all__ = ["check_window", "sink_attention", "sink_fused_attention", "sinks",
+           "window_attend", "window_attention", "window_mask"]
 
 
 def check_window(window):
@@ -68,6 +74,36 @@ def window_attention(attend, q, k, v, window, *, past=0, start=0, allowed=None, 
     return outs[0] if len(outs) == 1 else torch.cat(outs, dim=-2)  # (B, H, Lq, Dh)
 
 
+def window_attend(attend, q, k, v, window, *, past=0, start=0, allowed=None,
+                  need_weights=False):
+    """Attention within a causal window of ``window`` positions: q (B, H, Lq, Dh)
+    at positions past .. past + Lq - 1, k and v (B, Hkv, Lk, Dh) at positions
+    start .. past + Lq - 1; ``allowed``: the caller's mask over those keys, or
+    None. ``attend(q, k, v, mask, is_causal, need_weights) -> (output,
+    weights)`` is the layer's attention function. Returns (B, H, Lq, Dh) and
+    the weights (B, H, Lq, Lk) or None.
+
+    The fused path runs with ``is_causal`` while the window reaches back past
+    the first token, and otherwise block by block (``window_attention``); the
+    weights need one band mask over all the keys.
+    """
+    Lq = q.size(-2)
+    total = past + Lq
+    if allowed is None and total == Lq <= window:  # the window reaches back
+        return attend(q, k, v, None, True, need_weights)  # past token 0
+    if need_weights:  # the weights (Lq, Lk) are asked for: one band mask
+        band = window_mask(Lq, total, window, start=start, device=q.device)
+        mask = band if allowed is None else allowed & band  # (.., Lq, Lk)
+        return attend(q, k, v, mask, False, True)
+
+    def block(q, k, v, mask):
+        return attend(q, k, v, mask, False, False)[0]
+
+    out = window_attention(block, q, k, v, window, past=past, start=start,
+                           allowed=allowed)
+    return out, None  # (B, H, Lq, Dh)
+
+
 def _with_sink_column(allowed):
     """bool (..., Lq, Lk) -> (..., Lq, Lk + 1): the sink (last column) is always allowed."""
     return torch.cat([allowed, allowed.new_ones(*allowed.shape[:-1], 1)], dim=-1)
@@ -81,7 +117,7 @@ def sink_attention(q, k, v, sinks, allowed=None, scale=1.0, dropout_p=0.0):
     sum to less than 1 (a row with no allowed key: all zeros).
     """
     B, H, Lq, _ = q.shape
-    k, v = _repeat_kv(k, H), _repeat_kv(v, H)  # (B, Hkv, Lk, Dh) -> (B, H, Lk, Dh)
+    k, v = repeat_kv(k, H), repeat_kv(v, H)  # (B, Hkv, Lk, Dh) -> (B, H, Lk, Dh)
     scores = (q * scale) @ k.transpose(-2, -1)  # (B, H, Lq, Dh) @ (B, H, Dh, Lk) -> (B, H, Lq, Lk)
     sink = sinks.to(scores.dtype).view(1, H, 1, 1).expand(B, H, Lq, 1)  # (H,) -> (B, H, Lq, 1)
     scores = torch.cat([scores, sink], dim=-1)  # (B, H, Lq, Lk + 1)
@@ -123,12 +159,32 @@ def sink_fused_attention(q, k, v, sinks, allowed=None, causal=False, scale=1.0, 
     if causal:
         allowed = torch.ones(Lq, Lk, dtype=torch.bool, device=q.device).tril(Lk - Lq)
     mask = None if allowed is None else _with_sink_column(allowed)  # (..., Lq, Lk + 1)
-    gqa = {}
-    if H != Hkv:
-        if _SDPA_HAS_GQA:
-            gqa = {"enable_gqa": True}
-        else:  # older torch: copy each key/value head for the query heads of its group
-            k, v = _repeat_kv(k, H), _repeat_kv(v, H)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p,
-                                         scale=scale, **gqa)  # (B, H, Lq, Dh + pad)
+    # the package's fused wrapper (mha.attention_functions): (B, H, Lq, Dh + pad)
+    out = sdpa(q, k, v, mask, scale=scale, dropout_p=dropout_p)
     return out[..., :Dh]
+
+
+@register("sinks")
+def sinks(module, q, k, v, mask=None, *, is_causal=False, scale=None,
+          dropout_p=0.0, need_weights=False):
+    """The attention function of a layer with sinks (``module.sinks``, (H,)):
+    ``sink_fused_attention``, or ``sink_attention`` when the weights are asked
+    for. The sink's key rules out SDPA's ``is_causal``: causal calls run in
+    blocks of 128 queries over the keys up to their last, which skips the
+    masked upper half of the triangle."""
+    scale = 1 / math.sqrt(q.size(-1)) if scale is None else scale
+    Lq, Lk = q.size(-2), k.size(-2)
+    if need_weights:
+        if is_causal:  # bottom-right aligned, as the fused path's blocks
+            ones = torch.ones(Lq, Lk, dtype=torch.bool, device=q.device)
+            mask = ones.tril(Lk - Lq)  # (Lq, Lk)
+        return sink_attention(q, k, v, module.sinks, mask, scale, dropout_p)
+
+    def attend(q, k, v, mask):
+        return sink_fused_attention(q, k, v, module.sinks, mask, False, scale,
+                                    dropout_p)
+
+    if is_causal:
+        out = window_attention(attend, q, k, v, Lk, past=Lk - Lq, chunk=128)
+        return out, None
+    return attend(q, k, v, mask), None

@@ -8,6 +8,9 @@ Query i and key j are d = clip(j - i, -delta, delta) apart (key minus query). Tw
 by all heads, give a^K_ij and a^V_ij for that distance, and (eq. 3-5 of the paper)
 
     e_ij = q_i . (k_j + a^K_ij) / sqrt(Dh),    z_i = sum_j softmax_j(e_ij) (v_j + a^V_ij).
+
+``relative_attention`` computes that; it is the attention function ``"relative"`` of
+``mha.attention_functions``, the one a ``RelativeMultiHeadAttention`` calls.
 """
 
 import math
@@ -17,11 +20,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _checks
+from .attention_functions import AttentionName, register, repeat_kv
 from .functional import _softmax_allowed
-from .layer import MultiHeadAttention, _from_torch, _repeat_kv
+from .layer import MultiHeadAttention
 from .masks import _causal_mask
 
-__all__ = ["RelativeMultiHeadAttention", "relative_positions"]
+__all__ = ["RelativeMultiHeadAttention", "relative_attention", "relative_positions"]
 
 
 def relative_positions(num_queries, num_keys, max_relative_position, device=None):
@@ -38,14 +42,46 @@ def relative_positions(num_queries, num_keys, max_relative_position, device=None
     return (j - i).clamp(-delta, delta) + delta  # (Lq, Lk)
 
 
+@register("relative")
+def relative_attention(module, q, k, v, mask=None, *, is_causal=False,
+                       scale=None, dropout_p=0.0, need_weights=False):
+    """Attention with the relative tables of ``module`` (``relative_key``,
+    ``relative_value``, ``max_relative_position``): q (B, H, Lq, Dh), k and v
+    (B, Hkv, Lk, Dh) -> output (B, H, Lq, Dh) and weights (B, H, Lq, Lk)
+    (None unless ``need_weights``). Always explicit: the relative terms need
+    the weights."""
+    (Lq, Dh), Lk = q.shape[-2:], k.size(-2)
+    if is_causal:
+        mask = _causal_mask(Lq, Lk, device=q.device)  # (Lq, Lk)
+    if mask is not None:
+        _checks.check_bool_mask(mask, (*q.shape[:2], Lq, Lk), "(B, H, Lq, Lk)")
+    k, v = repeat_kv(k, q.size(1)), repeat_kv(v, q.size(1))  # (B, H, Lk, Dh)
+    delta = module.max_relative_position
+    index = relative_positions(Lq, Lk, delta, q.device)  # (Lq, Lk)
+    # (Lq, Lk) -> (Lq, Lk, Dh) each
+    a_k, a_v = module.relative_key(index), module.relative_value(index)
+    q = q * (1.0 / math.sqrt(Dh) if scale is None else scale)
+    scores = q @ k.transpose(-2, -1)  # (B, H, Lq, Dh) @ (B, H, Dh, Lk)
+    scores = scores + torch.einsum("bhqd,qkd->bhqk", q, a_k)  # q_i . a^K_ij
+    weights = _softmax_allowed(scores, mask)  # (B, H, Lq, Lk)
+    if dropout_p > 0:
+        weights = F.dropout(weights, p=dropout_p)
+    out = weights @ v  # (B, H, Lq, Lk) @ (B, H, Lk, Dh) -> (B, H, Lq, Dh)
+    out = out + torch.einsum("bhqk,qkd->bhqd", weights, a_v)  # sum_j w_ij a^V_ij
+    return out, (weights if need_weights else None)
+
+
 class RelativeMultiHeadAttention(MultiHeadAttention):
     """``MultiHeadAttention`` plus Shaw et al.'s relative position tables ``relative_key`` and
     ``relative_value`` (``nn.Embedding`` with weights (2 * max_relative_position + 1, d_head)).
 
     Same arguments and forward as ``MultiHeadAttention`` (masks, valid_lens, is_causal,
-    head_mask, GQA, kdim/vdim). The relative terms need the weights, so it always takes the
-    explicit path. With both tables at zero it computes exactly what ``MultiHeadAttention`` does.
+    head_mask, GQA, kdim/vdim); its attention function is ``relative_attention``
+    (``attn_implementation = "relative"``), which always takes the explicit path. With both
+    tables at zero it computes exactly what ``MultiHeadAttention`` does.
     """
+
+    attn_implementation = AttentionName("relative")
 
     def __init__(self, d_model, num_heads, *, max_relative_position=16, **kwargs):
         max_relative_position = _checks.check_int("max_relative_position", max_relative_position,
@@ -67,32 +103,13 @@ class RelativeMultiHeadAttention(MultiHeadAttention):
                              f"{type(cache).__name__} (use MultiHeadAttention for decoding)")
         return super().forward(*args, **kwargs)
 
-    def _attend(self, q, k, v, allowed, causal, need_weights):
-        (Lq, Dh), Lk = q.shape[-2:], k.size(-2)
-        if causal:
-            allowed = _causal_mask(Lq, Lk, device=q.device)  # (Lq, Lk)
-        if allowed is not None:
-            _checks.check_bool_mask(allowed, (*q.shape[:2], Lq, Lk), "(B, H, Lq, Lk)")
-        k, v = _repeat_kv(k, self.num_heads), _repeat_kv(v, self.num_heads)  # (B, H, Lk, Dh)
-        index = relative_positions(Lq, Lk, self.max_relative_position, q.device)  # (Lq, Lk)
-        a_k, a_v = self.relative_key(index), self.relative_value(index)  # (Lq, Lk, Dh) each
-        q = q * (1.0 / math.sqrt(Dh))
-        scores = q @ k.transpose(-2, -1)  # (B, H, Lq, Dh) @ (B, H, Dh, Lk) -> (B, H, Lq, Lk)
-        scores = scores + torch.einsum("bhqd,qkd->bhqk", q, a_k)  # q_i . a^K_ij
-        weights = _softmax_allowed(scores, allowed)  # (B, H, Lq, Lk)
-        if self.training and self.dropout > 0:
-            weights = F.dropout(weights, p=self.dropout)
-        out = weights @ v  # (B, H, Lq, Lk) @ (B, H, Lk, Dh) -> (B, H, Lq, Dh)
-        out = out + torch.einsum("bhqk,qkd->bhqd", weights, a_v)  # sum_j w_ij a^V_ij
-        return out, (weights if need_weights else None)
-
     @classmethod
     def from_torch(cls, module, *, max_relative_position=16):
         """The same function as a ``batch_first`` ``torch.nn.MultiheadAttention``: its weights
         copied as in ``MultiHeadAttention.from_torch``, and both relative tables set to **zero**
         (so the layer computes exactly what the torch module computes, a starting point from
         which training can learn the tables; random tables would change the function)."""
-        layer = _from_torch(cls, module, max_relative_position=max_relative_position)
+        layer = super().from_torch(module, max_relative_position=max_relative_position)
         with torch.no_grad():
             layer.relative_key.weight.zero_()
             layer.relative_value.weight.zero_()

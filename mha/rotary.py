@@ -20,26 +20,17 @@ Two conventions pair the features differently (the same idea, different weights)
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from . import _checks
 from .cache import check_cache_call
-from .functional import _merge_heads
-from .layer import MultiHeadAttention, _keep_rows, _layer_mask
-from .masks import combine_masks
-from .modern import (
-    check_window,
-    sink_attention,
-    sink_fused_attention,
-    window_attention,
-    window_mask,
-)
+from .layer import MultiHeadAttention
+from .modern import check_window
 
 __all__ = ["RotaryMultiHeadAttention", "apply_rope", "rope_angles"]
 
 
-def _check_base(base):
+def check_base(base):
     if isinstance(base, bool) or not isinstance(base, (int, float)):
         raise TypeError(f"base must be a number; got {base!r} ({type(base).__name__})")
     if not math.isfinite(base) or base <= 1:
@@ -88,7 +79,7 @@ def apply_rope(x, positions=None, *, base=10000.0, interleaved=False):
     if Dh % 2:
         raise ValueError(f"x has d_head = {Dh} features (its last dimension) but rotary "
                          f"embeddings rotate pairs of features: d_head must be even")
-    _check_base(base)
+    check_base(base)
     positions = _check_positions(positions, L, x.device)
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
     angles = rope_angles(positions, Dh, base=base, dtype=work)  # (L, Dh/2)
@@ -113,25 +104,28 @@ class RotaryMultiHeadAttention(MultiHeadAttention):
     through their distance.
 
     Same arguments and forward as ``MultiHeadAttention`` (masks, valid_lens, is_causal,
-    head_mask, GQA), and the same fused path. Decoding with a ``KVCache`` continues the positions
-    from ``cache.seq_len``; the cache stores the rotated keys.
+    head_mask, GQA), and the same fused path: the layer only adds the ``_position`` step.
+    Decoding with a ``KVCache`` continues the positions from ``cache.seq_len``; the cache
+    stores the rotated keys.
 
     Self-attention only: queries and keys from two different sequences (cross-attention) have no
     common position axis, so ``forward`` refuses a ``key`` that is not ``query``; use a
     ``MultiHeadAttention`` there (as encoder-decoder models with rotary positions do).
 
     What recent models add (all off by default; off, the layer is exactly the one above: same
-    parameters, same ``state_dict`` keys, same outputs):
+    parameters, same ``state_dict`` keys, same outputs). They are options of the one forward
+    pass of ``MultiHeadAttention``, and combine:
 
     - ``window=w`` (int >= 1): a causal sliding window (Mistral; Gemma 3's and gpt-oss's local
       layers): the query at position i sees the keys at positions j with i - w < j <= i.
       Implies ``is_causal``. The fused path runs with ``is_causal`` while the window reaches
       back past the first token; otherwise it runs block by block of queries, each block over
       only the keys its window reaches, with a small band mask
-      (``mha.modern.window_attention``). A ``KVCache(window=w)`` keeps only the last w
+      (``mha.modern.window_attend``). A ``KVCache(window=w)`` keeps only the last w
       positions (a plain ``KVCache`` keeps all; the band hides the old ones).
     - ``sinks=True``: a learned logit per head, parameter ``sinks`` (H,), joins every row's
-      softmax and is dropped, so the weights sum to less than 1 (gpt-oss). The fused path adds one
+      softmax and is dropped, so the weights sum to less than 1 (gpt-oss). The layer's
+      attention function is then ``"sinks"`` (``mha.modern.sinks``): the fused path adds one
       always-allowed key of zero value whose score is the sink
       (``mha.modern.sink_fused_attention``), so it runs with a bool mask (causal calls in blocks
       of 128 queries, which skips the masked upper triangle); the returned weights exclude
@@ -156,15 +150,14 @@ class RotaryMultiHeadAttention(MultiHeadAttention):
         if self.d_head % 2:
             raise ValueError(f"d_head = d_model / num_heads = {self.d_head} must be even: rotary "
                              f"embeddings rotate pairs of features")
-        _check_base(base)
+        check_base(base)
         self.base, self.interleaved = float(base), bool(interleaved)
         self.window, self.qk_norm, self.gate = window, qk_norm, gate
         w = self.W_q.weight
         kw = {"device": w.device, "dtype": w.dtype}
         if sinks:
             self.sinks = nn.Parameter(torch.zeros(num_heads, **kw))  # (H,)
-        else:
-            self.sinks = None
+            self.attn_implementation = "sinks"
         if qk_norm:
             self.q_norm = nn.RMSNorm(self.d_head, eps=1e-6, **kw)
             self.k_norm = nn.RMSNorm(self.d_head, eps=1e-6, **kw)
@@ -172,116 +165,27 @@ class RotaryMultiHeadAttention(MultiHeadAttention):
             self.W_g = nn.Linear(d_model, num_heads * self.d_head,
                                  bias=self.W_q.bias is not None, **kw)
 
-    @property
-    def _plain(self):
-        """Whether every option of recent models is off (then ``forward`` is the parent's)."""
-        return self.window is None and self.sinks is None and not self.qk_norm and not self.gate
-
     def forward(self, query, key=None, value=None, *, mask=None, valid_lens=None,
                 is_causal=False, need_weights=False, head_mask=None, cache=None):
         """As ``MultiHeadAttention.forward``; ``key`` and ``value``, when given, must be ``query``
-        itself. With ``window``, ``is_causal`` is implied; with a cache, ``mask``/``valid_lens``
-        describe every position seen (``cache.seq_len`` + Lq keys), and the returned weights
-        cover the keys the cache holds."""
+        itself (``value`` may differ only with every option off). With ``window``,
+        ``is_causal`` is implied; with a cache, ``mask``/``valid_lens`` describe every position
+        seen (``cache.seq_len`` + Lq keys), and the returned weights cover the keys the cache
+        holds."""
         if key is not None and key is not query:
             raise ValueError("RotaryMultiHeadAttention is for self-attention: key must be None "
                              "or query itself (rotary positions compare positions within one "
                              "sequence); use mha.MultiHeadAttention for cross-attention")
         if cache is not None:
             check_cache_call(cache, query, key, value, window=self.window)
-        kwargs = {"mask": mask, "valid_lens": valid_lens, "is_causal": is_causal,
-                  "need_weights": need_weights, "head_mask": head_mask, "cache": cache}
-        if self._plain:
-            return super().forward(query, key, value, **kwargs)
-        if value is not None and value is not query:
+        options = (self.window is not None or self.sinks is not None or self.qk_norm
+                   or self.gate)
+        if options and value is not None and value is not query:
             raise ValueError("RotaryMultiHeadAttention with window, sinks, qk_norm or gate is for "
                              "self-attention: value must be None or query itself")
-        return self._forward_modern(query, **kwargs)
-
-    def _forward_modern(self, query, *, mask, valid_lens, is_causal, need_weights, head_mask,
-                        cache):
-        """The forward pass with window / sinks / qk_norm / gate (the parent's, plus those)."""
-        past = 0 if cache is None else cache.seq_len  # positions seen before these queries
-        start = 0 if cache is None else cache.start  # the first one the cache still holds
-        _checks.check_forward_args(self, query, query, query, mask, valid_lens, is_causal,
-                                   need_weights, head_mask, past=past)
-        (B, Lq, _), H, device = query.shape, self.num_heads, query.device
-        shape = (B, H, Lq, past + Lq)
-        if self.window is None:
-            allowed, causal = _layer_mask(mask, valid_lens, is_causal, shape, device,
-                                          cached=cache is not None)
-        else:  # causal whatever is_causal says; the window is applied in _attend_window
-            allowed, causal = combine_masks(mask, valid_lens, False, shape, device), False
-        if allowed is not None:
-            allowed = _keys_from(allowed, start)  # (..., Lq, Lk): the keys the cache holds
-        q, k, v, g = self._project_gated(query)  # (B, H, Lq, Dh), 2 x (B, Hkv, Lq, Dh), gate
-        q, k = self._position(q, k, past)
-        if cache is not None:
-            k, v = cache.append(k, v)  # (B, Hkv, P + Lq - start, Dh)
-        if self.window is None:
-            out, weights = self._attend(q, k, v, allowed, causal, need_weights)
-        else:
-            out, weights = self._attend_window(q, k, v, allowed, past, start, need_weights)
-        if head_mask is not None:  # out: (B, H, Lq, Dh)
-            out = out * head_mask.to(out).view(-1, H, 1, 1)  # (H,) or (B, H) -> (B|1, H, 1, 1)
-        out = _merge_heads(out)  # (B, H, Lq, Dh) -> (B, Lq, H*Dh)
-        if g is not None:  # head h's columns h*Dh:(h+1)*Dh times its gate
-            out = out * torch.sigmoid(g)  # (B, Lq, H*Dh)
-        return self.W_o(out), weights  # (B, Lq, H*Dh) -> (B, Lq, D)
-
-    def _attend_window(self, q, k, v, allowed, past, start, need_weights):
-        """Attention within the window: q (B, H, Lq, Dh) at positions past .. past + Lq - 1,
-        k and v (B, Hkv, Lk, Dh) at positions start .. past + Lq - 1; ``allowed``: the caller's
-        mask over those keys, or None."""
-        Lq, total = q.size(-2), past + q.size(-2)
-        if allowed is None and total == Lq <= self.window:  # the window reaches back past
-            return self._attend(q, k, v, None, True, need_weights)  # the first token: causal
-        if need_weights:  # the weights (Lq, Lk) are asked for: one band mask over all keys
-            band = window_mask(Lq, total, self.window, start=start, device=q.device)
-            return self._attend(q, k, v, band if allowed is None else allowed & band, False,
-                                True)
-
-        def attend(q, k, v, mask):
-            return self._attend(q, k, v, mask, False, False)[0]
-
-        out = window_attention(attend, q, k, v, self.window, past=past, start=start,
-                               allowed=allowed)
-        return out, None
-
-    def _project_gated(self, x):
-        """Packed projection of x (B, L, D) into q, k, v split into heads (q and k normalised
-        with ``qk_norm``) and, with ``gate``, the gate's logits (B, L, H*Dh) (else None): one
-        matmul for all."""
-        H, Hkv, Dh = self.num_heads, self.num_kv_heads, self.d_head
-        linears = [self.W_q, self.W_k, self.W_v] + ([self.W_g] if self.gate else [])
-        weight = torch.cat([m.weight for m in linears])  # (H*Dh + 2*Hkv*Dh [+ H*Dh], D)
-        bias = None if self.W_q.bias is None else torch.cat([m.bias for m in linears])
-        parts = F.linear(x, weight, bias).split([m.out_features for m in linears], dim=-1)
-        q, k = parts[0].unflatten(-1, (H, Dh)), parts[1].unflatten(-1, (Hkv, Dh))  # (B, L, H, Dh)
-        if self.qk_norm:  # RMSNorm over each head's Dh features, before the rotation
-            q, k = self.q_norm(q), self.k_norm(k)
-        v = parts[2].unflatten(-1, (Hkv, Dh))
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # -> (B, H, L, Dh)
-        return q, k, v, (parts[3] if self.gate else None)
-
-    def _attend(self, q, k, v, allowed, causal, need_weights):
-        if self.sinks is None:
-            return super()._attend(q, k, v, allowed, causal, need_weights)
-        dropout_p = self.dropout if self.training else 0.0
-        scale = 1 / math.sqrt(self.d_head)
-        if not need_weights:
-            def attend(q, k, v, mask):
-                return sink_fused_attention(q, k, v, self.sinks, mask, False, scale, dropout_p)
-
-            if causal:  # the sink's key rules out is_causal: blocks of queries over the keys
-                Lq, Lk = q.size(-2), k.size(-2)  # up to their last, so the triangle's upper
-                return window_attention(attend, q, k, v, Lk, past=Lk - Lq,  # half is skipped
-                                        chunk=128), None
-            return attend(q, k, v, allowed), None
-        if causal:  # bottom-right aligned, as the fused path's is_causal with Lq == Lk
-            Lq, Lk = q.size(-2), k.size(-2)
-            allowed = torch.ones(Lq, Lk, dtype=torch.bool, device=q.device).tril(Lk - Lq)
-        return sink_attention(q, k, v, self.sinks, allowed, scale, dropout_p)
+        return super().forward(query, key, value, mask=mask, valid_lens=valid_lens,
+                               is_causal=is_causal, need_weights=need_weights,
+                               head_mask=head_mask, cache=cache)
 
     def _position(self, q, k, offset):
         """Rotate q (B, H, Lq, Dh) and k (B, Hkv, Lk, Dh) at positions offset, offset + 1, ..."""
@@ -290,28 +194,8 @@ class RotaryMultiHeadAttention(MultiHeadAttention):
         k_pos = torch.arange(offset, offset + k.size(-2), device=k.device)  # (Lk,)
         return apply_rope(q, q_pos, **kw), apply_rope(k, k_pos, **kw)
 
-    def prune_heads(self, heads):
-        """As ``MultiHeadAttention.prune_heads``, also removing those heads' rows of ``W_g`` and
-        entries of ``sinks``. Returns self."""
-        heads = _checks.check_heads(heads, self.num_heads)
-        keep = [h for h in range(self.num_heads) if h not in heads]
-        super().prune_heads(heads)
-        Dh, device = self.d_head, self.W_q.weight.device
-        if self.gate:
-            rows = torch.cat([torch.arange(h * Dh, (h + 1) * Dh) for h in keep]).to(device)
-            self.W_g = _keep_rows(self.W_g, rows, 0)
-        if self.sinks is not None:
-            self.sinks = nn.Parameter(self.sinks.detach()[torch.tensor(keep, device=device)])
-        return self
-
     def extra_repr(self):
         text = super().extra_repr() + f", base={self.base}, interleaved={self.interleaved}"
         options = {"window": self.window, "sinks": self.sinks is not None,
                    "qk_norm": self.qk_norm, "gate": self.gate}
         return text + "".join(f", {k}={v}" for k, v in options.items() if v not in (None, False))
-
-
-def _keys_from(allowed, start):
-    """The columns of a mask (..., Lq, P + Lq) for the keys a window cache still holds, from
-    position ``start`` on (a mask broadcast over the keys, last dimension 1, stays as it is)."""
-    return allowed if start == 0 or allowed.size(-1) == 1 else allowed[..., start:]

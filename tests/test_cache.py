@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import mha
 import mha_book
-from mha.layer import _repeat_kv
+from mha.attention_functions import repeat_kv as _repeat_kv
 
 TOL = {"atol": 1e-5, "rtol": 1e-5}
 

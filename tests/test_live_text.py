@@ -1,6 +1,6 @@
 """The Shakespeare model's live figure (mha_book.figures.text_heads): what Python exports for the page's forward pass, the
 passages, the text box control, and bad arguments. The page's own numbers are checked in
-Chromium (tests/built_book/test_figures_text.py); here the front end's model (lm.js) also runs
+Chromium (tests/built_book/test_live_shakespeare_heads.py); here the front end's model (lm.js) also runs
 in Node.js, when it is installed, against the package."""
 
 import base64

@@ -223,7 +223,7 @@ def test_window_attention_by_blocks_equals_one_band(length, past, dropped, windo
                                                     masked, seed):
     """mha.modern.window_attention (blocks of queries, each over the keys its window reaches)
     == one SDPA call with the whole band, with cached positions and a dropped prefix."""
-    from mha.layer import fused_attention
+    from mha.attention_functions import sdpa as fused_attention
 
     start = min(dropped, past)
     torch.manual_seed(seed)

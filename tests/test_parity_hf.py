@@ -241,12 +241,20 @@ def test_gate_matches_qwen3_next():
 
 
 def test_parity_modules_are_not_in_mha():
-    """transformers stays a test-only dependency: importing mha does not import it."""
+    """transformers stays a test-only dependency: importing mha (this very package) does not
+    import it, and the layers' norms are torch's own nn.RMSNorm, not a transformers class."""
     import subprocess
     import sys
 
-    code = "import sys, mha, mha.latent, mha.modern; print('transformers' in sys.modules)"
+    code = ("import sys, mha, mha.latent, mha.modern; "
+            "print('transformers' in sys.modules, mha.__file__)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
-    assert result.stdout.strip() == "False"
-    assert isinstance(nn.RMSNorm(4), nn.Module)
+    imported, path = result.stdout.split()
+    assert imported == "False" and path == mha.__file__
+    rotary = mha.RotaryMultiHeadAttention(8, 2, qk_norm=True)
+    latent = mha.LatentAttention(8, 2, kv_rank=4, qk_nope_dim=2, qk_rope_dim=2, v_head_dim=2,
+                                 q_rank=4)
+    for norm in (rotary.q_norm, rotary.k_norm, latent.q_norm, latent.kv_norm):
+        assert type(norm) is nn.RMSNorm, type(norm)
+        assert type(norm).__module__.startswith("torch."), type(norm).__module__

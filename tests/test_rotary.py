@@ -177,7 +177,7 @@ def test_rotary_layer_differs_from_plain_layer_and_is_shift_invariant():
     # the weights depend on the distances only: the same pattern for every shift of the start
     _, w = rotary(x, need_weights=True)
     q_pos = torch.arange(50, 56)
-    q, k, _ = rotary._project(x, x, x)
+    q, k, _, _ = rotary._project(x, x, x)
     q50, k50 = (apply_rope(t, q_pos) for t in (q, k))
     w50 = (q50 @ k50.transpose(-2, -1) / math.sqrt(rotary.d_head)).softmax(-1)
     torch.testing.assert_close(w, w50, atol=1e-5, rtol=1e-4)
@@ -236,7 +236,7 @@ def test_cache_decoding_equals_the_full_causal_forward(num_kv_heads, interleaved
     # the cache holds the ROTATED keys, Hkv heads of them, never copies
     Hkv = num_kv_heads or 4
     assert cache.keys.shape == (2, Hkv, 10, 8)
-    _, k, _ = layer._project(x, x, x)  # (B, Hkv, L, Dh), not rotated
+    _, k, _, _ = layer._project(x, x, x)  # (B, Hkv, L, Dh), not rotated
     rotated = apply_rope(k, interleaved=interleaved)
     torch.testing.assert_close(cache.keys, rotated, atol=1e-5, rtol=1e-5)
 

@@ -152,7 +152,8 @@ def test_attention_head_projections_have_no_bias(variant):
     assert linears and all(m.bias is None for m in linears)
 
 
-@pytest.mark.skipif(not mha.layer._SDPA_HAS_GQA, reason="enable_gqa needs torch >= 2.5")
+@pytest.mark.skipif(not mha.attention_functions.SDPA_HAS_GQA,
+                    reason="enable_gqa needs torch >= 2.5")
 def test_fused_gqa_passes_enable_gqa_and_does_not_copy_kv_heads(monkeypatch):
     """Ch 11: with PyTorch 2.5 or later the fused path hands SDPA the Hkv key/value heads with
     enable_gqa=True instead of copying them for every query head."""

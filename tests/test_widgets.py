@@ -249,7 +249,7 @@ def test_sink_rows_are_sink_attention(sink, temperature, window, num_kv_heads):
         output = layer.W_o(mha.merge_heads(out))[0]  # (1, H, L, Dh) -> (L, D)
     torch.testing.assert_close(r.weights, weights[0])
     torch.testing.assert_close(r.output, output)
-    scores = (q @ mha.modern._repeat_kv(k, 8).transpose(-2, -1))[0] / (temperature * 8 ** 0.5)
+    scores = (q @ mha.attention_functions.repeat_kv(k, 8).transpose(-2, -1))[0] / (temperature * 8 ** 0.5)
     lse = scores.masked_fill(~allowed, float("-inf")).logsumexp(-1)  # (H, L)
     kept = 1 / (1 + torch.exp(sink - lse))  # the share the keys keep
     torch.testing.assert_close(r.weights.sum(-1), kept)

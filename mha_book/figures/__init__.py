@@ -5,32 +5,64 @@ HTML output that works in the built book without a kernel and in every Jupyter f
 Chapter 07's explorer, which also has Jupyter controls that recompute with Python, is
 ``mha_book.widgets.explorer``.
 
+Figures are found, not listed: every module of this package is imported, and each function of
+its ``__all__`` marked ``@live_figure`` (``mha_book.figures._registry``) is a figure, exposed
+here under its own name and listed in ``FIGURES`` (name -> function, sorted by name).
+``build(name)`` makes one with the arguments its mark gives (tests and benchmarks build every
+figure so). A new figure is a new module here with a marked function: nothing else to list.
+The modules keep their own names (``mha_book.figures.kv_cache``), which no figure function
+may take.
+
 The figures with an in-page compute (the explorer, chapter 05's split-heads, the Shakespeare
 model) need the book's own bundle of the front end, ``mha_book/static/book.js`` (built from
 ``mha_book/static/src/`` by frontend/build.mjs): it is registered with ``mha.live`` here, so
 such a figure's HTML carries it before the engine's.
 """
 
-from pathlib import Path as _Path
+import importlib
+import pkgutil
+from pathlib import Path
 
-from mha.live import bundles as _bundles
+from mha.live import bundles
 
-from .batched_heads import fold_valid_lens, split_explorer  # noqa: F401
-from .blockwise_softmax import online_softmax  # noqa: F401
-from .head_removal import head_switches  # noqa: F401
-from .head_width import heads_at_fixed_width  # noqa: F401
-from .kv_cache import decode_steps, kv_cache_size  # noqa: F401
-from .modern_layers import kv_bytes, window_sink  # noqa: F401
-from .one_big_head import one_vs_many  # noqa: F401
-from .projections import shared_vs_separate  # noqa: F401
-from .rope import rope_rotation  # noqa: F401
-from .scaled_scores import dk_softmax, mask_builder  # noqa: F401
-from .shakespeare_heads import text_heads  # noqa: F401 (the Shakespeare model)
-from .temperature import temperature_bars  # noqa: F401
-from .trained_heads import trained_head_lines  # noqa: F401
+from ._registry import live_figure
 
 #: the in-page computes of the book's bundle (mha_book/static/src/main.js registers them)
 COMPUTES = ("explorer", "split-heads", "text-heads")
-BUNDLE = _bundles.register("mha_book", _Path(__file__).resolve().parents[1] / "static" / "book.js",
-                           computes=COMPUTES)
+BUNDLE = bundles.register("mha_book", Path(__file__).resolve().parents[1] / "static" / "book.js",
+                          computes=COMPUTES)
 
+
+def _find():
+    found, modules = {}, []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        modules.append(info.name)
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for name in getattr(module, "__all__", ()):
+            function = getattr(module, name)
+            if not hasattr(function, "live_figure_example"):
+                continue
+            if name in found:
+                raise ImportError(f"two live figures are named {name!r}: in "
+                                  f"{found[name].__module__} and {module.__name__}")
+            found[name] = function
+    clash = sorted(set(found) & set(modules))
+    if clash:
+        raise ImportError(f"a live figure has the name of a module of mha_book.figures: {clash}")
+    return dict(sorted(found.items()))
+
+
+#: every live figure of the book: function name -> the function that makes it
+FIGURES = _find()
+globals().update(FIGURES)
+
+
+def build(name):
+    """The figure ``name`` (a key of ``FIGURES``) made with the arguments of its mark."""
+    function = FIGURES[name]
+    return function(**function.live_figure_example)
+
+
+__all__ = ["FIGURES", "build", "live_figure", *FIGURES]

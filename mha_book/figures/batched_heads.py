@@ -27,6 +27,8 @@ from mha.layer import MultiHeadAttention
 from mha.live.figure import Figure, View, heatmap, select, slider, table, toggle
 from mha.masks import valid_lens_to_mask
 
+from ._registry import live_figure
+
 __all__ = ["D_MODEL", "EXPANSIONS", "HEADS", "TOKENS", "fold_state", "fold_valid_lens",
            "folded_weights", "layout", "split_explorer", "split_state"]
 
@@ -127,6 +129,7 @@ def _export():
     return data
 
 
+@live_figure
 def split_explorer(num_heads=8, token=2, feature=209, wrong=False):
     """Chapter 05: focus a number of the 1 x 9 x 512 tensor and follow it through split_heads
     and merge_heads (or the reshape without the transpose)."""
@@ -232,6 +235,7 @@ def fold_state(expansion, num_heads, len0, len1):
     }
 
 
+@live_figure
 def fold_valid_lens(expansion=EXPANSIONS[1], num_heads=4, len0=2, len1=5):
     """Chapter 05: valid_lens for heads folded into the batch, repeat_interleave or repeat."""
     lengths = list(range(1, LK + 1))

@@ -22,6 +22,8 @@ import torch
 from mha.blockwise import blockwise_attention, online_softmax_step
 from mha.live.figure import Figure, View, bars, plot, slider, steps, table
 
+from ._registry import live_figure
+
 __all__ = ["BLOCK_SIZES", "N_KEYS", "fold", "online_softmax", "online_state", "problem"]
 
 N_KEYS, D_K = 12, 16
@@ -143,6 +145,7 @@ def online_state(block_size, block):
     }
 
 
+@live_figure
 def online_softmax(block_size=3, block=0):
     """Chapter 13: fold the keys into the online softmax block by block."""
     return Figure(

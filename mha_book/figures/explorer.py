@@ -31,6 +31,8 @@ from mha.live.figure import Figure, View, heatmap, select, slider, table
 from mha.live.views import MAX_LEN, TEXT_CELL_MIN, VIEWS, fill
 from mha_book import explore
 
+from ._registry import live_figure
+
 __all__ = ["explorer_data", "explorer_figure", "frozen_figure", "message_html", "payload",
            "render", "view_figure"]
 
@@ -284,6 +286,7 @@ def _trained_said(trained):
     return said + (f" and {text} from the Shakespeare model" if text else "")
 
 
+@live_figure(knobs={})
 def explorer_figure(knobs, data=None):
     """The explorer for the built book, starting at ``knobs`` (the widget's knobs); ``data``
     defaults to ``explorer_data()``."""

@@ -32,6 +32,8 @@ from mha_book import tasks as _tasks
 from mha_book import tiny as _tiny
 from mha_book import train as _train
 
+from ._registry import live_figure
+
 __all__ = ["ORDERS", "accuracy_with", "head_scores", "head_subsets", "head_switches", "order_of"]
 
 ORDERS = ("ablation", "gradient score", "reverse", "random")
@@ -239,6 +241,7 @@ STEP_LABEL = "up to place"
 PLACE_TICKS = (1, 4, 8, 12, 16)
 
 
+@live_figure
 def head_switches(order="ablation", removed=0, spare=False):
     """Chapter 09's figure: remove heads of the 16-head model along an order (up to a place in
     it), keep the two essential ones if asked, read the accuracy."""

@@ -19,6 +19,8 @@ from mha.layer import MultiHeadAttention
 from mha.live.figure import Figure, View, heatmap, select, slider, table
 from mha.loop import MultiHeadAttentionLoop
 
+from ._registry import live_figure
+
 __all__ = ["D_MODEL", "HEADS", "TOKENS", "head_weights", "heads_at_fixed_width",
            "parameter_counts", "width_state"]
 
@@ -112,6 +114,7 @@ def width_state(num_heads, query, x=None, weights=None):
     }
 
 
+@live_figure
 def heads_at_fixed_width(num_heads=8, query="Michael", x=None):
     """Chapter 04: num_heads at d_model = 512, each head's weights for one query, and the
     parameters (the same for every num_heads). ``x`` (1, 9, 512): the sentence's embeddings

@@ -33,6 +33,8 @@ from mha.live.figure import Figure, View, bars, heatmap, plot, select, slider, s
 from mha.record import record_attention
 from mha_book.decode import decoder_logits, new_caches
 
+from ._registry import live_figure
+
 __all__ = ["CONTEXTS", "KINDS", "decode_run", "decode_state", "decode_steps", "kv_cache_size",
            "kv_heads", "size_state"]
 
@@ -107,6 +109,7 @@ def decode_state(step, layer):
     }
 
 
+@live_figure
 def decode_steps(step=0, layer=0):
     """Chapter 11: write a sentence one token at a time; the new query reads the cache."""
     n = len(decode_run()["written"])
@@ -238,6 +241,7 @@ def size_state(model, kind, context):
     }
 
 
+@live_figure
 def kv_cache_size(model="Llama 2 70B", kind="GQA", context=4096):
     """Chapter 11: a real model's KV cache for MHA, GQA and MQA at a chosen context, up to the
     model's own."""

@@ -37,6 +37,8 @@ from mha.record import record_attention
 from mha.rotary import apply_rope
 from mha_book.language_model import PASSAGES, load_language_model, token_labels
 
+from ._registry import live_figure
+
 __all__ = ["CONTEXTS", "HEADS", "HEAD_LABELS", "KV_HEADS", "KV_RANKS", "NUM_HEADS", "SINKS",
            "TEXT", "WINDOWS", "WINDOW_SIZES", "bytes_state", "head_problem", "kv_bytes",
            "per_token", "sink_weights", "window_sink", "window_sink_state"]
@@ -119,6 +121,7 @@ def bytes_state(num_heads, kv_heads, kv_rank, window):
     return {"views": {"sizes": sizes, "growth": growth}, "readout": readout, "limits": limits}
 
 
+@live_figure
 def kv_bytes(num_heads=128, kv_heads=8, kv_rank=512, window="off"):
     """Chapter 14: the cache per token of MHA, GQA, MQA and MLA at DeepSeek-V3's shape."""
     return Figure(
@@ -243,6 +246,7 @@ def window_sink_state(head, window, sink):
     }
 
 
+@live_figure
 def window_sink(window="full", sink="off", head=0):
     """Chapter 14: a sliding window and an attention sink on a trained head of layer 1."""
     return Figure(

@@ -18,6 +18,8 @@ import torch
 from mha.layer import MultiHeadAttention
 from mha.live.figure import Figure, View, heatmap, select, slider, table
 
+from ._registry import live_figure
+
 __all__ = ["D_MODEL", "HEADS", "TOKENS", "many_heads_state", "one_vs_many", "weights_per_h"]
 
 D_MODEL = 512
@@ -119,6 +121,7 @@ def many_heads_state(h, query, weights):
     }
 
 
+@live_figure
 def one_vs_many(h=8, query="Michael", layer=None, x=None):
     """Chapter 06: the 1-head layer's distribution for one query beside the h distributions of
     the h-head layer with the same matrices. ``layer``: a ``MultiHeadAttention(512, ...)`` whose

@@ -23,6 +23,8 @@ from mha._threads import one_thread
 from mha.head import AttentionHead
 from mha.live.figure import Figure, View, heatmap, plot, select, steps, toggle
 
+from ._registry import live_figure
+
 __all__ = ["CHECKPOINTS", "make_rings", "ring_head", "shared_vs_separate", "trained_heads"]
 
 N_LETTERS, N_SEATS, D_HEAD = 8, 6, 8
@@ -171,6 +173,7 @@ def ring_state(separate, step, ring):
     }
 
 
+@live_figure
 def shared_vs_separate(separate=False, step=CHECKPOINTS[-1], ring=0):
     """Chapter 03: the shared W against W^Q and W^K on the ring task, as training goes on."""
     return Figure(

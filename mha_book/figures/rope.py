@@ -20,6 +20,8 @@ import torch
 from mha.live.figure import Figure, View, arrows, plot, slider, table
 from mha.rotary import apply_rope, rope_angles
 
+from ._registry import live_figure
+
 __all__ = ["D_HEAD", "POSITIONS", "angle", "at_origin", "pair_contributions", "rope_rotation", "rope_state",
            "rotated", "score"]
 
@@ -123,6 +125,7 @@ def rope_state(m, n):
     }
 
 
+@live_figure
 def rope_rotation(m=3, n=0):
     """Chapter 12: slide the positions of a query and a key; see each pair turn and the score
     depend on m - n only."""

@@ -26,6 +26,8 @@ from mha.functional import scaled_dot_product_attention
 from mha.live.figure import Figure, View, bars, heatmap, plot, select, slider, toggle
 from mha_book.tasks import attention_entropy
 
+from ._registry import live_figure
+
 __all__ = ["CURVES", "DIMS", "dk_softmax", "dk_state", "mask_builder", "mask_state",
            "mask_weights"]
 
@@ -98,6 +100,7 @@ def dk_state(d_k, scaled):
     }
 
 
+@live_figure
 def dk_softmax(d_k=1, scaled=False):
     """Chapter 02: d_k and the scale against one query's softmax and its entropy; it starts
     where the chapter's instructions start, unscaled at d_k = 1."""
@@ -204,6 +207,7 @@ def mask_state(len0, len1, causal, pad_queries, fill):
             "readout": readout}
 
 
+@live_figure
 def mask_builder(len0=3, len1=5, causal=False, pad_queries=False, fill="-inf"):
     """Chapter 02: build a mask, choose the fill value, see the weights and the NaN rows."""
     lengths = list(range(6))

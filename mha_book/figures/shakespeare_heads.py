@@ -29,6 +29,8 @@ from mha.live.figure import Figure, View, select, textbox
 from mha.rotary import RotaryMultiHeadAttention
 from mha_book.language_model import GLYPHS, PASSAGES, VOCAB, load_language_model, token_labels
 
+from ._registry import live_figure
+
 __all__ = ["GLYPHS", "N_PREFIX", "PASSAGES", "model_data", "needed_parameters", "text_heads",
            "text_problem", "text_state", "token_labels"]
 
@@ -139,6 +141,7 @@ def _check_passages(passages, context_length):
     return dict(passages)
 
 
+@live_figure
 def text_heads(passages=None, text=None):
     """Every head of the Shakespeare model on a passage or the reader's own text,
     computed in the page as the reader types (see the module docstring). ``passages``:

@@ -13,6 +13,8 @@ import torch
 
 from mha.live.figure import Figure, View, bars, slider
 
+from ._registry import live_figure
+
 __all__ = ["temperature_bars", "temperature_label", "temperatures"]
 
 
@@ -36,6 +38,11 @@ def temperature_label(T):
     return f"{T:.0f}" if T >= 9.95 else f"{T:#.2g}"
 
 
+@live_figure(
+    # chapter 01's query "Michael" and its scores
+    scores=[2.1, 0.3, -1.2, 5.0, 0.8, -0.5, 1.9, -2.2, 0.1],
+    tokens=["Anthony", "Hopkins", "admired", "Michael", "Bay", "as", "a", "great", "director."],
+    highlight="Michael", value=0.3)
 def temperature_bars(scores, tokens, *, highlight=None, value=1.0,
                      caption="Weights of the query at temperature T = {T}", orange=None):
     """A temperature slider over the weights softmax(scores / T) of one query, drawn as bars;

@@ -27,6 +27,8 @@ from mha_book import tasks as _tasks
 from mha_book import tiny as _tiny
 from mha_book.sources import head_table
 
+from ._registry import live_figure
+
 __all__ = ["ALL", "PATTERNS", "head_names", "head_role", "recorded", "trained_head_lines"]
 
 #: the patterns a head is named by (``mha_book.tasks.pattern_masks``' names) and the role they name
@@ -129,6 +131,7 @@ def trained_head_state(head, sequence, query):
     return {"views": {"lines": view, "row": row_view}, "readout": readout, "state": state}
 
 
+@live_figure
 def trained_head_lines(head=None, sequence=0, query=ALL):
     """Chapter 08's figure: pick a head of the shipped letters model and a sequence; step through
     the queries and see each one's lines. ``head`` defaults to the previous-token head;

@@ -240,11 +240,20 @@ def _library_dirs():
     import torch
 
     import mha
+    import mha_book
 
+    # the library and the book's package first (PACKAGES: the package's
+    # own frames), then torch
     dirs = [os.path.dirname(os.path.abspath(m.__file__))
-            for m in (mha, torch)]
+            for m in (mha, mha_book, torch)]
     return tuple(d + os.sep for d in dirs), os.path.join(
-        dirs[0], "exercises", "__init__.py")
+        dirs[1], "exercises", "__init__.py")
+
+
+#: how many of ``_library_dirs()``'s folders are the package's (mha, mha_book)
+PACKAGES = 2
+#: the package's top-level names, as they start a dotted name
+PACKAGE_NAMES = ("mha", "mha_book")
 
 
 def _standard_library(path):
@@ -327,13 +336,15 @@ class _Watch:
         if mine is None:
             path = os.path.abspath(code.co_filename)
             mine = self.mha_code[code] = (
-                path.startswith(self.libraries[0]) and path != self.runner)
+                path.startswith(self.libraries[:PACKAGES])
+                and path != self.runner)
         caller = frame.f_back
         if (not mine or code in self.allowed or code in self.given
                 or any(v is frame.f_locals.get("self")
                        for v in self.given.values())
                 or caller is None or os.path.abspath(
-                    caller.f_code.co_filename).startswith(self.libraries[0])):
+                    caller.f_code.co_filename).startswith(
+                        self.libraries[:PACKAGES])):
             return  # (mha's own calls of itself are not noted)
         label = (f"{frame.f_globals.get('__name__', 'mha')}."
                  f"{getattr(code, 'co_qualname', code.co_name)}")
@@ -848,7 +859,7 @@ def _private_name(dotted):
     """Whether ``dotted`` is a private name of mha or torch (torch._C, where
     its function modes are switched off)."""
     parts = (dotted or "").split(".")
-    return parts[0] in ("mha", "torch") and any(
+    return parts[0] in (*PACKAGE_NAMES, "torch") and any(
         p.startswith("_") and not p.startswith("__") for p in parts[1:])
 
 
@@ -1118,7 +1129,8 @@ class Reading:
             elif short in last:
                 zero(cell, line, f"{fn} names {label}, which does what "
                      "this exercise asks you to write")
-            elif (not name.startswith(QUESTION) and label.startswith("mha.")
+            elif (not name.startswith(QUESTION)
+                  and label.split(".")[0] in PACKAGE_NAMES
                   and not _module(label) and label not in allowed_mha
                   and not any(a.startswith(label + ".")
                               for a in allowed_mha)):
@@ -1312,7 +1324,8 @@ def python_dirs(*executables):
     found |= {p for p in sys.path if os.path.isabs(p)}
     import importlib.util
 
-    for name in ("mha", "torch", "IPython", "ipykernel", "matplotlib",
+    for name in ("mha", "mha_book", "torch", "IPython", "ipykernel",
+                 "matplotlib",
                  "numpy"):  # where each is, editable installs included
         try:
             spec = importlib.util.find_spec(name)

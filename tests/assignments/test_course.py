@@ -243,7 +243,8 @@ def solved(course, chapter):
     """{check name: (the function's name, its namespace)} of the teacher's
     copy: the solutions run, as in a notebook."""
     nb = read(course / "source" / chapter / f"{chapter}.ipynb")
-    namespace = {"torch": torch, "mha": mha, "math": __import__("math")}
+    namespace = {"torch": torch, "mha": mha, "mha_book": mha_book,
+                     "math": __import__("math")}
     found = {}
     for cell in nb["cells"]:
         meta = cell["metadata"]["nbgrader"]
@@ -553,7 +554,7 @@ def my_softmax(scores):
         return library(scores, dim=-1)
 """
 P1 = """\
-import mha_book.figures.one_vs_many
+import mha_book.figures.one_big_head
 
 
 def my_softmax(scores):
@@ -1036,7 +1037,7 @@ def test_the_reading_scores_0_a_function_that_names_the_answer(case):
 
 def answer(text, name):
     """The function ``name`` that answer cell ``text`` defines."""
-    namespace = {"torch": torch, "mha": mha}
+    namespace = {"torch": torch, "mha": mha, "mha_book": mha_book}
     exec(text, namespace)
     return namespace[name]
 

@@ -149,7 +149,8 @@ def test_the_test_cells_pass_on_the_solutions_and_fail_on_the_stubs(course, chap
     source = read(course / "source" / chapter / f"{chapter}.ipynb")
     release = read(course / "release" / chapter / f"{chapter}.ipynb")
     for nb, passes in ((source, True), (release, False)):
-        namespace = {"torch": torch, "mha": mha, "math": __import__("math")}
+        namespace = {"torch": torch, "mha": mha, "mha_book": mha_book,
+                     "math": __import__("math")}
         for cell in nb["cells"]:
             meta = cell["metadata"]["nbgrader"]
             if cell["cell_type"] == "code" and meta["solution"]:

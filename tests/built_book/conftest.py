@@ -86,3 +86,26 @@ def page(browser):
     page.on("pageerror", lambda e: page.errors.append(str(e)))
     yield page
     context.close()
+
+
+@pytest.fixture
+def phone_page(browser):
+    """A fresh page on a 390 x 844 touch phone (``live_figures.phone``); ``page.errors``
+    collects its uncaught exceptions."""
+    from live_figures import phone
+
+    context = phone(browser)
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def built_figure():
+    """``built_figure(name)``: the registered figure ``name`` (``mha_book.figures.FIGURES``) made
+    with the arguments of its mark, once per test process."""
+    from mha_book import figures
+
+    return functools.lru_cache(maxsize=None)(figures.build)

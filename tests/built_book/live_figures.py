@@ -210,6 +210,24 @@ def layout_problems(root, view):
     return problems
 
 
+
+def figure_layout_problems(root):
+    """``layout_problems`` of every canvas the figure shows; a caption drawn whole is also
+    where its aria-label starts, and every canvas records its texts."""
+    found = []
+    for view in root.locator("canvas[data-view]").evaluate_all(
+            "cs => cs.filter(c => !c.hidden).map(c => c.dataset.view)"):
+        found += layout_problems(root, view)
+        lines = caption_drawn(root, view)
+        said = label(root, view)
+        if lines:  # drawn whole: the aria-label starts with the caption
+            assert said.startswith(" ".join(lines) + "."), (view, lines, said[:120])
+        drawn_texts, _ = texts(root, view)
+        assert drawn_texts, f"{view}: no text recorded"
+        for line in lines or []:
+            assert line in [t["text"] for t in drawn_texts], (view, line)
+    return found
+
 def pixel(root, view, x, y):
     """The canvas's RGBA at CSS px (x, y)."""
     return root.locator(f'canvas[data-view="{view}"]').evaluate(
@@ -286,3 +304,22 @@ def offline(page, book_url):
 
     page.route("**/*", route)
     return outside
+
+
+def tap(page, root, target, **position):
+    """Tap ``target`` (a locator in ``root``; ``position``: where in it) on a touch screen and
+    wait for the figure's redraw."""
+    before = root.get_attribute("data-draws")
+    target.tap(**position)
+    page.wait_for_function("([el, n]) => el.dataset.draws !== n",
+                           arg=[root.element_handle(), before], timeout=5_000)
+
+
+def page_with(name):
+    """The built book's page (its path under _build/html) that holds the live figure ``name``
+    (its data-figure): found in the build, so a chapter renumbered renames nothing here."""
+    html = ROOT / "_build" / "html"
+    for path in sorted(html.glob("**/*.html")):
+        if f'data-figure="{name}"' in path.read_text(encoding="utf-8", errors="replace"):
+            return path.relative_to(html).as_posix()
+    raise AssertionError(f"no page of the built book ({html}) holds the figure {name!r}")

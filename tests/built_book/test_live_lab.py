@@ -229,7 +229,7 @@ def test_dk_slider_redraws_in_jupyterlab(browser, lab):
                                arg=root.element_handle(), timeout=10_000)
         times = []
         # clicks, not keys: after Run All, Lab hands the keyboard focus back to its active cell
-        # (the keyboard is tested on the same figure in the built book, test_figures_ch02.py)
+        # (the keyboard is tested on the same figure in the built book, test_live_scaled_scores.py)
         for scaled in (True, False, True, False):
             before = root.get_attribute("data-draws")
             page.evaluate("() => { window.__clickAt = null; document.addEventListener("

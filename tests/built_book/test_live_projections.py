@@ -1,9 +1,10 @@
-"""Chapter 03's live figure in Chromium: a shared W or separate W^Q, W^K on the ring task.
+"""The projections' live figure in Chromium (mha_book.figures.projections): a shared W or
+separate W^Q, W^K on the ring task.
 
 Without a build: the figure alone in a blank page; the toggle, the step buttons and slider and
 the ring select each change the picture from the keyboard, and the scores and weights drawn
-equal the trained head's (to 1e-3); axe-core finds nothing in light and dark mode. On the built
-book: the same on chapter 03's page.
+equal the trained head's (to 1e-3). On the built book: the same on the page that holds it.
+(axe, a phone, touch targets and layout, for every figure: test_every_figure.py.)
 """
 
 
@@ -11,8 +12,8 @@ import pytest
 import torch
 from live_figures import (
     DRAW_MS,
-    axe_violations,
     drawn,
+    page_with,
     press,
     readout,
     root_of,
@@ -79,15 +80,8 @@ def test_shared_vs_separate_draws_the_trained_heads(page, figure):
     assert not errors, errors
 
 
-@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_shared_vs_separate_passes_axe(page, figure, dark):
-    show(page, figure, dark=dark)
-    problems = axe_violations(page)
-    assert not problems, problems
-
-
-def test_chapter_03_figure_is_live_in_the_built_book(page, book_url):
-    page.goto(f"{book_url}/chapters/03_one_head.html", wait_until="load")
+def test_the_figure_is_live_in_the_built_book(page, book_url):
+    page.goto(f"{book_url}/{page_with('shared-vs-separate')}", wait_until="load")
     root = root_of(page, "shared-vs-separate")
     wait_drawn(page, root)
     root.scroll_into_view_if_needed()

@@ -1,13 +1,13 @@
-"""Chapter 05's live figures in Chromium: where split_heads puts a number; valid_lens folded.
+"""The batched heads' live figures in Chromium (mha_book.figures.batched_heads): where split_heads puts a number; valid_lens folded.
 
 Without a build: each figure alone in a blank page. The split explorer computes in the page
 from the tensors the package exported; every control moved from the keyboard changes the
 picture, and what it draws (the head of every number in the three strips, the focused number's
 index at every step, the readout) equals ``mha_book.figures.batched_heads.split_state`` in Python, which in turn
 is checked against ``mha.split_heads`` and ``mha.merge_heads`` (tests/test_figure_batched_heads.py). The
-folded valid_lens figure's masks and weights equal a by-hand computation (to 1e-3). axe-core
-finds nothing in light and dark mode; at 390 x 844 with touch a tap redraws and nothing is
-wider than the screen. On the built book: the same on chapter 05's page.
+folded valid_lens figure's masks and weights equal a by-hand computation (to 1e-3), also after
+a tap on a phone. On the built book: the same on the page that holds them. (axe, a phone's
+width, touch targets and layout, for every figure: test_every_figure.py.)
 """
 
 import math
@@ -17,11 +17,11 @@ import torch
 from live_figures import (
     DRAW_MS,
     PANEL_RGB,
-    axe_violations,
     drawn,
     font_px,
     layout_problems,
     oklab,
+    page_with,
     phone,
     pixel,
     press,
@@ -29,6 +29,7 @@ from live_figures import (
     root_of,
     same,
     show,
+    tap,
     texts,
     timing,
     values,
@@ -38,7 +39,6 @@ from live_figures import (
 from mha_book.figures import batched_heads
 
 pytestmark = pytest.mark.browser
-
 
 
 def table_rows(root, view):
@@ -143,36 +143,18 @@ def test_fold_valid_lens_draws_what_pytorch_computes(page):
     assert not page.errors, page.errors
 
 
-@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_ch05_figures_pass_axe(page, dark):
-    for figure in (batched_heads.split_explorer(), batched_heads.fold_valid_lens()):
-        show(page, figure, dark=dark)
-        problems = axe_violations(page)
-        assert not problems, f"{figure.name}: {problems}"
-
-
-def test_phone_touch(browser):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
-                                  is_mobile=True, device_scale_factor=2)
-    page = context.new_page()
-    try:
-        for figure, knob in ((batched_heads.split_explorer(), "wrong"),
-                             (batched_heads.fold_valid_lens(), "len0")):
-            root = show(page, figure)
-            before = root.get_attribute("data-draws")
-            control = root.locator(f'[data-knob="{knob}"]')
-            box = control.bounding_box()  # a slider: tap its right end
-            control.tap(position={"x": box["width"] - 4, "y": box["height"] / 2})
-            page.wait_for_function("([el, n]) => el.dataset.draws !== n",
-                                   arg=[root.element_handle(), before], timeout=5_000)
-            widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
-                                   "'.mha-live canvas, .mha-live .mha-control, .mha-live "
-                                   "table')].map(e => e.getBoundingClientRect().right))")
-            assert widest <= 390, f"{figure.name}: {widest} px wide on a 390 px screen"
-            assert page.evaluate("document.documentElement.scrollWidth") <= 390
-        check_fold(root)
-    finally:
-        context.close()
+def test_a_tap_on_a_phone_draws_what_the_package_computes(phone_page):
+    """On a 390 x 844 touch phone, a tap on the bug's box and one at the len0 slider's right end:
+    the pictures are still the package's (a tap on every control, and the width, for every
+    figure: test_every_figure.py)."""
+    root = show(phone_page, batched_heads.split_explorer())
+    tap(phone_page, root, root.locator('[data-knob="wrong"]'))
+    assert check_split(root)["wrong"] is True
+    root = show(phone_page, batched_heads.fold_valid_lens())
+    slider = root.locator('[data-knob="len0"]')
+    box = slider.bounding_box()
+    tap(phone_page, root, slider, position={"x": box["width"] - 4, "y": box["height"] / 2})
+    assert check_fold(root)["len0"] == 6
 
 
 @pytest.mark.parametrize("width", [1280, 390])
@@ -205,8 +187,8 @@ def test_sixteen_heads_have_sixteen_colours_and_labels_are_readable(browser, wid
         context.close()
 
 
-def test_chapter_05_figures_are_live_in_the_built_book(page, book_url):
-    page.goto(f"{book_url}/chapters/05_heads_as_matmul.html", wait_until="load")
+def test_both_figures_are_live_in_the_built_book(page, book_url):
+    page.goto(f"{book_url}/{page_with('split-explorer')}", wait_until="load")
     split, fold = root_of(page, "split-explorer"), root_of(page, "fold-valid-lens")
     for root in (split, fold):
         wait_drawn(page, root)

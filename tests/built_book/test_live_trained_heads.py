@@ -1,12 +1,14 @@
-"""Chapter 08's live figure in Chromium: a trained head as lines, query by query.
+"""The trained heads' live figure in Chromium (mha_book.figures.trained_heads): a trained head
+as lines, query by query.
 
 Without a build: the figure alone in a blank page. Stepping through the queries from the
 keyboard shows exactly the current query's lines, whose weights equal the row of the weights
 ``mha.record_attention`` recorded (to 1e-3), and the bars the same row; focusing a token (Tab,
 arrow keys) or a mouse over it shows exactly that token's lines (a query: its row, a key: its
-column); a click pins them; the head and sequence pickers change the picture. axe-core finds nothing in light or dark
-mode; at 390 x 844 with touch a tap on a token pins its lines and nothing is wider than the
-screen. On the built book: the same on chapter 08's page, offline.
+column); a click pins them; the head and sequence pickers change the picture. axe-core finds
+nothing in light or dark mode with a key pinned; at 390 x 844 with touch a tap on a token pins
+its lines. On the built book: the same on the page that holds it, offline. (axe at the start, a
+phone's width, touch targets and layout, for every figure: test_every_figure.py.)
 """
 
 import json
@@ -18,11 +20,13 @@ from live_figures import (
     drawn,
     narrow,
     offline,
+    page_with,
     press,
     readout,
     root_of,
     same,
     show,
+    tap,
     timing,
     values,
     wait_drawn,
@@ -31,7 +35,6 @@ from live_figures import (
 from mha_book.figures import trained_heads
 
 pytestmark = pytest.mark.browser
-
 
 
 def lines_drawn(root):
@@ -171,42 +174,32 @@ def test_a_focused_token_shows_exactly_its_lines(page):
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_ch08_figure_passes_axe(page, dark):
+def test_a_pinned_key_passes_axe(page, dark):
     root = show(page, trained_heads.trained_head_lines(query=3), dark=dark)
     token(root, "key", 2).click()
     problems = axe_violations(page)
     assert not problems, f"{'dark' if dark else 'light'}: {problems}"
 
 
-def test_phone_touch(browser):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
-                                  is_mobile=True, device_scale_factor=2)
-    page = context.new_page()
-    try:
-        root = show(page, trained_heads.trained_head_lines())
-        token(root, "query", 5).tap()
-        check_focus(root, "query", 5)
-        assert token(root, "query", 5).get_attribute("aria-pressed") == "true"
-        token(root, "query", 5).tap()  # a second tap unpins
-        assert lines_drawn(root)["focus"] is None
-        before = root.get_attribute("data-draws")
-        # the "previous" button: from "all" (the last position) to query 15
-        root.locator('[data-knob="query"]').locator("xpath=..").locator("button").first.tap()
-        page.wait_for_function("([el, n]) => el.dataset.draws !== n",
-                               arg=[root.element_handle(), before], timeout=5_000)
-        assert check_state(root)["query"] == 15
-        widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
-                               "'.mha-live canvas, .mha-live .mha-control, .mha-live button')]"
-                               ".map(e => e.getBoundingClientRect().right))")
-        assert widest <= 390, f"{widest} px wide on a 390 px screen"
-        assert page.evaluate("document.documentElement.scrollWidth") <= 390
-    finally:
-        context.close()
+def test_a_tap_on_a_phone_pins_a_tokens_lines(phone_page):
+    """On a 390 x 844 touch phone a tap on a token pins its lines, a second tap unpins, a tap on
+    the "previous" button steps to query 15 (the width, and a tap on every control, for every
+    figure: test_every_figure.py)."""
+    root = show(phone_page, trained_heads.trained_head_lines())
+    token(root, "query", 5).tap()
+    check_focus(root, "query", 5)
+    assert token(root, "query", 5).get_attribute("aria-pressed") == "true"
+    token(root, "query", 5).tap()  # a second tap unpins
+    assert lines_drawn(root)["focus"] is None
+    # the "previous" button: from "all" (the last position) to query 15
+    tap(phone_page, root, root.locator('[data-knob="query"]').locator("xpath=..")
+        .locator("button").first)
+    assert check_state(root)["query"] == 15
 
 
-def test_chapter_08_figure_lives_in_the_built_book(page, book_url):
+def test_the_figure_lives_in_the_built_book(page, book_url):
     outside = offline(page, book_url)
-    page.goto(f"{book_url}/chapters/08_trained_heads.html", wait_until="load")
+    page.goto(f"{book_url}/{page_with('trained-head-lines')}", wait_until="load")
     root = root_of(page, "trained-head-lines")
     wait_drawn(page, root)
     root.scroll_into_view_if_needed()

@@ -1,12 +1,12 @@
-"""Chapter 12's live figure in Chromium: RoPE, each pair of a query and a key turning with its
+"""The RoPE live figure in Chromium (mha_book.figures.rope): each pair of a query and a key turning with its
 position, and the score against the distance.
 
 Without a build: the figure alone in a blank page; both position sliders change the picture from
 the keyboard; the arrows drawn equal the pairs rotated by hand (angle position * theta_j,
 rotate-half pairing) and the score curve equals q_m . k_n by hand, to 1e-3; moving both
-positions by the same amount leaves the score where it was; axe-core finds nothing in light and
-dark mode; at 390 x 844 with touch a tap redraws and nothing is wider than the screen. On the
-built book: the same on chapter 12's page.
+positions by the same amount leaves the score where it was; also after a tap on a phone. On the
+built book: the same on the page that holds it.
+(axe, a phone's width, touch targets and layout, for every figure: test_every_figure.py.)
 """
 
 import json
@@ -15,15 +15,16 @@ import pytest
 import torch
 from live_figures import (
     DRAW_MS,
-    axe_violations,
     drawn,
     label,
     offline,
+    page_with,
     press,
     readout,
     root_of,
     same,
     show,
+    tap,
     timing,
     values,
     wait_drawn,
@@ -88,39 +89,19 @@ def test_rope_rotation_draws_the_rotated_pairs(page):
           f"redraw {timing(DRAW_MS[-6:])}")
 
 
-@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_ch12_figure_passes_axe(page, dark):
-    show(page, rope.rope_rotation(), dark=dark)
-    problems = axe_violations(page)
-    assert not problems, f"rope-rotation ({'dark' if dark else 'light'}): {problems}"
+def test_a_tap_on_a_phone_draws_the_rotated_pairs(phone_page):
+    """A tap on the key's position slider (on a 390 x 844 touch phone): still the pairs rotated
+    by hand (a tap on every control, and the width, for every figure: test_every_figure.py)."""
+    root = show(phone_page, rope.rope_rotation())
+    tap(phone_page, root, root.locator('[data-knob="n"]'))
+    assert check(root)["n"] != 0
 
 
-def test_phone_touch(browser):
-    """390 x 844 with touch: a tap on a slider redraws; nothing is wider than the screen."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
-                                  is_mobile=True, device_scale_factor=2)
-    page = context.new_page()
-    try:
-        root = show(page, rope.rope_rotation())
-        before = root.get_attribute("data-draws")
-        root.locator('[data-knob="n"]').tap()
-        page.wait_for_function("([el, n]) => el.dataset.draws !== n",
-                               arg=[root.element_handle(), before], timeout=5_000)
-        widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
-                               "'.mha-live canvas, .mha-live .mha-control, .mha-live table')]"
-                               ".map(e => e.getBoundingClientRect().right))")
-        assert widest <= 390, f"{widest} px wide on a 390 px screen"
-        assert page.evaluate("document.documentElement.scrollWidth") <= 390
-        check(root)
-    finally:
-        context.close()
-
-
-def test_chapter_12_figure_lives_in_the_built_book(page, book_url):
+def test_the_figure_lives_in_the_built_book(page, book_url):
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     outside = offline(page, book_url)  # nothing may come from outside the book
-    page.goto(f"{book_url}/chapters/12_positions.html", wait_until="load")
+    page.goto(f"{book_url}/{page_with('rope-rotation')}", wait_until="load")
     root = root_of(page, "rope-rotation")
     wait_drawn(page, root)
     root.scroll_into_view_if_needed()

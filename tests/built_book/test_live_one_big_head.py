@@ -1,11 +1,11 @@
-"""Chapter 06's live figure in Chromium: one head against h heads with the same projections.
+"""One big head's live figure in Chromium (mha_book.figures.one_big_head): one head against h heads with the same projections.
 
 Without a build: the figure alone in a blank page; the h slider and the query select change the
 picture from the keyboard; the h heads' weights drawn equal PyTorch's softmax of each head's
 partial scores over sqrt(512 / h), the one head's its full scores over sqrt(512), and the
-"product" row equals the one head (to 1e-3); axe-core finds nothing in light and dark mode; at
-390 x 844 with touch a tap redraws and nothing is wider than the screen. On the built book: the
-same on chapter 06's page.
+"product" row equals the one head (to 1e-3), also after a tap on a phone. On the built book:
+the same on the page that holds it. (axe, a phone's width, touch targets and layout, for every
+figure: test_every_figure.py.)
 """
 
 import math
@@ -14,13 +14,14 @@ import pytest
 import torch
 from live_figures import (
     DRAW_MS,
-    axe_violations,
     drawn,
+    page_with,
     press,
     readout,
     root_of,
     same,
     show,
+    tap,
     timing,
     values,
     wait_drawn,
@@ -29,7 +30,6 @@ from live_figures import (
 from mha_book.figures import one_big_head
 
 pytestmark = pytest.mark.browser
-
 
 
 @pytest.fixture(scope="module")
@@ -83,39 +83,20 @@ def test_one_vs_many_draws_what_pytorch_computes(page, figure):
     assert not page.errors, page.errors
 
 
-@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_one_vs_many_passes_axe(page, figure, dark):
-    show(page, figure, dark=dark)
-    problems = axe_violations(page)
-    assert not problems, problems
+def test_a_tap_on_a_phone_draws_what_pytorch_computes(phone_page, figure):
+    """A tap at the h slider's right end (on a 390 x 844 touch phone): 16 heads, still PyTorch's
+    weights (a tap on every control, and the width, for every figure: test_every_figure.py)."""
+    root = show(phone_page, figure)
+    slider = root.locator('[data-knob="h"]')
+    box = slider.bounding_box()
+    tap(phone_page, root, slider, position={"x": box["width"] - 4, "y": box["height"] / 2})
+    assert check(root)["h"] == 16
 
 
-def test_phone_touch(browser, figure):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
-                                  is_mobile=True, device_scale_factor=2)
-    page = context.new_page()
-    try:
-        root = show(page, figure)
-        before = root.get_attribute("data-draws")
-        slider = root.locator('[data-knob="h"]')
-        box = slider.bounding_box()
-        slider.tap(position={"x": box["width"] - 4, "y": box["height"] / 2})  # the right end
-        page.wait_for_function("([el, n]) => el.dataset.draws !== n",
-                               arg=[root.element_handle(), before], timeout=5_000)
-        widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
-                               "'.mha-live canvas, .mha-live .mha-control, .mha-live table')]"
-                               ".map(e => e.getBoundingClientRect().right))")
-        assert widest <= 390, f"{widest} px wide on a 390 px screen"
-        assert page.evaluate("document.documentElement.scrollWidth") <= 390
-        check(root)
-    finally:
-        context.close()
-
-
-def test_chapter_06_figure_is_live_in_the_built_book(page, book_url):
+def test_the_figure_is_live_in_the_built_book(page, book_url):
     """On the page the figure holds the chapter's own layer and sentence: compare with the
     identity instead (product row = one head; the mean row = the heads' mean)."""
-    page.goto(f"{book_url}/chapters/06_one_big_head.html", wait_until="load")
+    page.goto(f"{book_url}/{page_with('one-vs-many')}", wait_until="load")
     root = root_of(page, "one-vs-many")
     wait_drawn(page, root)
     root.scroll_into_view_if_needed()

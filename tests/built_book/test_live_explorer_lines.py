@@ -1,10 +1,13 @@
-"""Chapter 07's explorer, its second view: one head as lines, in Chromium with no build.
+"""The explorer's second view (mha_book.figures.explorer): one head as lines, in Chromium with
+no build.
 
 The "view" control switches the explorer from every head's heatmap to one head's lines (same
 weights, from the same in-page compute); the lines view's head picker picks the head, and a
 focused query token shows exactly that query's lines, whose weights equal ``explore_once``'s
 row for that head (to 1e-3); switching back shows the heatmaps again. axe-core finds nothing in
-the lines view in light or dark mode. On the built book: the same on chapter 07's page, offline.
+the lines view, a key pinned, in light or dark mode (the explorer at its start, on a phone and
+every other figure: test_every_figure.py). On the built book: the same on the explorer's page,
+offline.
 """
 
 import json
@@ -15,6 +18,7 @@ from live_figures import (
     axe_violations,
     narrow,
     offline,
+    page_with,
     press,
     root_of,
     show,
@@ -31,7 +35,6 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def figure():
     return live_explorer.explorer_figure({})
-
 
 
 def expected(s):
@@ -98,9 +101,9 @@ def test_the_lines_view_passes_axe(page, figure, dark):
     assert not problems, f"{'dark' if dark else 'light'}: {problems}"
 
 
-def test_chapter_07_lines_view_in_the_built_book(page, book_url):
+def test_the_lines_view_in_the_built_book(page, book_url):
     outside = offline(page, book_url)
-    page.goto(f"{book_url}/chapters/07_attention_explorer.html", wait_until="load")
+    page.goto(f"{book_url}/{page_with('explorer')}", wait_until="load")
     root = root_of(page, "explorer")
     wait_drawn(page, root)
     root.scroll_into_view_if_needed()

@@ -1,4 +1,4 @@
-"""Chapter 14's live figures in Chromium: the cache per token, and a window and a sink on a head.
+"""The modern layers' live figures in Chromium (mha_book.figures.modern_layers): the cache per token, and a window and a sink on a head.
 
 Without a build: each figure alone in a blank page; the query-head, kv-head and window selects
 and the latent-rank slider, and the head select and the window and sink sliders, change the
@@ -7,8 +7,8 @@ picture from the keyboard; the bars drawn equal ``mha.configs.kv_cache_bytes`` a
 (MiB), the weights drawn ``mha.modern.sink_attention`` of the head's queries and keys with the
 window's mask (the model's own weights, recorded, with the full window and no sink), to 1e-3,
 and the readouts the package's numbers; more kv heads than query heads snap back to the query
-heads; axe-core finds nothing in light and dark mode; at 390 x 844 with touch a tap redraws and
-nothing is wider than the screen. On the built book: the same on chapter 14's page, offline.
+heads; also after a tap on a phone. On the built book: the same on the page that holds them,
+offline. (axe, a phone's width, touch targets and layout, for every figure: test_every_figure.py.)
 """
 
 from functools import lru_cache
@@ -16,16 +16,16 @@ from functools import lru_cache
 import pytest
 from live_figures import (
     DRAW_MS,
-    axe_violations,
     drawn,
     label,
     offline,
-    phone,
+    page_with,
     press,
     readout,
     root_of,
     same,
     show,
+    tap,
     timing,
     values,
     wait_drawn,
@@ -36,7 +36,6 @@ from mha_book.figures import modern_layers
 
 pytestmark = pytest.mark.browser
 
-PAGE = "chapters/14_modern_attention.html"
 
 
 @lru_cache(maxsize=1)
@@ -174,48 +173,29 @@ def test_window_sink_draws_sink_attention(page, recorded):
     assert not page.errors, page.errors
 
 
+
 # ----------------------------------------------------------------------------- both
 
-@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_ch14_figures_pass_axe(page, dark):
-    for figure in (modern_layers.kv_bytes(), modern_layers.window_sink()):
-        show(page, figure, dark=dark)
-        problems = axe_violations(page)
-        assert not problems, f"{figure.name} ({'dark' if dark else 'light'}): {problems}"
+def test_a_tap_on_a_phone_draws_the_packages_numbers(phone_page, recorded):
+    """On a 390 x 844 touch phone, a tap in the middle of the latent-rank and the sink sliders: a
+    new value, and the numbers drawn are still the package's (a tap on every control, and the
+    width, for every figure: test_every_figure.py)."""
+    root = show(phone_page, modern_layers.kv_bytes())
+    tap(phone_page, root, root.locator('[data-knob="kv_rank"]'))
+    assert values(root)["kv_rank"] != 512
+    check_bytes(root)
+    root = show(phone_page, modern_layers.window_sink())
+    tap(phone_page, root, root.locator('[data-knob="sink"]'))
+    assert values(root)["sink"] != "off"
+    check_sink(root, recorded)
 
 
-def test_phone_touch(browser, recorded):
-    """390 x 844 with touch: a tap on a slider redraws; nothing is wider than the screen."""
-    context = phone(browser)
-    page = context.new_page()
-    try:
-        for figure, knob in ((modern_layers.kv_bytes(), "kv_rank"), (modern_layers.window_sink(), "sink")):
-            root = show(page, figure)
-            before = root.get_attribute("data-draws")
-            root.locator(f'[data-knob="{knob}"]').tap()  # the slider's middle: a new value
-            page.wait_for_function("([el, n]) => el.dataset.draws !== n",
-                                   arg=[root.element_handle(), before], timeout=5_000)
-            widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
-                                   "'.mha-live canvas, .mha-live .mha-control, .mha-live table')]"
-                                   ".map(e => e.getBoundingClientRect().right))")
-            assert widest <= 390, f"{figure.name}: {widest} px wide on a 390 px screen"
-            assert page.evaluate("document.documentElement.scrollWidth") <= 390
-            if figure.name == "kv-bytes":
-                assert values(root)["kv_rank"] != 512
-                check_bytes(root)
-            else:
-                assert values(root)["sink"] != "off"
-                check_sink(root, recorded)
-    finally:
-        context.close()
-
-
-def test_chapter_14_figures_live_in_the_built_book(page, book_url, recorded):
+def test_both_figures_live_in_the_built_book(page, book_url, recorded):
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     outside = offline(page, book_url)  # nothing may come from outside the book
-    response = page.goto(f"{book_url}/{PAGE}", wait_until="load")
-    assert response is not None and response.ok, f"{PAGE} is missing from the built book"
+    response = page.goto(f"{book_url}/{page_with('kv-bytes')}", wait_until="load")
+    assert response is not None and response.ok, "the page is missing from the built book"
     cache, sink = root_of(page, "kv-bytes"), root_of(page, "window-sink")
     for root in (cache, sink):
         wait_drawn(page, root)

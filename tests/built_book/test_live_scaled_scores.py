@@ -1,10 +1,11 @@
-"""Chapter 02's live figures in Chromium: the d_k slider with the scale, and the mask builder.
+"""The scaled scores' live figures in Chromium (mha_book.figures.scaled_scores): the d_k slider
+with the scale, and the mask builder.
 
 Without a build: the figure the package writes, alone in a blank page; every control moved from
-the keyboard changes the picture, and the numbers drawn equal PyTorch's (to 1e-3, NaN exactly
-where PyTorch has NaN); axe-core finds nothing in light or dark mode; at 390 x 844 with touch a
-tap redraws and nothing is wider than the screen. On the built book: the same on chapter 02's
-page, with the key-press-to-picture times printed.
+the keyboard, and a tap on a phone, changes the picture, and the numbers drawn equal PyTorch's
+(to 1e-3, NaN exactly where PyTorch has NaN). On the built book: the same on the page that holds
+them, with the key-press-to-picture times printed. (axe, a phone's width, touch targets and
+layout, for every figure: test_every_figure.py.)
 """
 
 import math
@@ -13,14 +14,15 @@ import pytest
 import torch
 from live_figures import (
     DRAW_MS,
-    axe_violations,
     drawn,
     offline,
+    page_with,
     press,
     readout,
     root_of,
     same,
     show,
+    tap,
     timing,
     values,
     wait_drawn,
@@ -30,7 +32,6 @@ from mha import scaled_dot_product_attention
 from mha_book.figures import scaled_scores
 
 pytestmark = pytest.mark.browser
-
 
 
 def expected_dk(d_k, scaled):
@@ -142,39 +143,20 @@ def test_mask_builder_draws_what_pytorch_computes(page):
     assert not page.errors, page.errors
 
 
-@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_ch02_figures_pass_axe(page, dark):
-    for figure in (scaled_scores.dk_softmax(), scaled_scores.mask_builder()):
-        show(page, figure, dark=dark)
-        problems = axe_violations(page)
-        assert not problems, f"{figure.name} ({'dark' if dark else 'light'}): {problems}"
+def test_a_tap_on_a_phone_draws_what_pytorch_computes(phone_page):
+    """A tap (on a 390 x 844 touch phone) that ticks a box: the numbers drawn are still PyTorch's
+    (a tap on every control, and the width, for every figure: test_every_figure.py)."""
+    for figure, knob, check in ((scaled_scores.dk_softmax(), "scaled", check_dk),
+                                (scaled_scores.mask_builder(), "causal", check_mask)):
+        root = show(phone_page, figure)
+        tap(phone_page, root, root.locator(f'[data-knob="{knob}"]'))
+        assert values(root)[knob] is True
+        check(root)
 
 
-def test_phone_touch(browser):
-    """390 x 844 with touch: a tap on a control redraws; nothing is wider than the screen."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
-                                  is_mobile=True, device_scale_factor=2)
-    page = context.new_page()
-    try:
-        for figure, knob in ((scaled_scores.dk_softmax(), "scaled"), (scaled_scores.mask_builder(), "causal")):
-            root = show(page, figure)
-            before = root.get_attribute("data-draws")
-            root.locator(f'[data-knob="{knob}"]').tap()
-            page.wait_for_function("([el, n]) => el.dataset.draws !== n",
-                                   arg=[root.element_handle(), before], timeout=5_000)
-            widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
-                                   "'.mha-live canvas, .mha-live .mha-control')]"
-                                   ".map(e => e.getBoundingClientRect().right))")
-            assert widest <= 390, f"{figure.name}: {widest} px wide on a 390 px screen"
-            assert page.evaluate("document.documentElement.scrollWidth") <= 390
-        check_mask(root)
-    finally:
-        context.close()
-
-
-def test_chapter_02_figures_live_in_the_built_book(page, book_url):
+def test_both_figures_live_in_the_built_book(page, book_url):
     outside = offline(page, book_url)
-    page.goto(f"{book_url}/chapters/02_scaled_dot_product.html", wait_until="load")
+    page.goto(f"{book_url}/{page_with('dk-softmax')}", wait_until="load")
     dk, mask = root_of(page, "dk-softmax"), root_of(page, "mask-builder")
     for root in (dk, mask):
         wait_drawn(page, root)
@@ -191,24 +173,19 @@ def test_chapter_02_figures_live_in_the_built_book(page, book_url):
     assert not outside, outside
 
 
-def test_the_variance_equation_fits_a_phone(browser, book_url):
+def test_the_variance_equation_fits_a_phone(phone_page, book_url):
     """At 390 x 844 the variance argument's display equation, Var(q . k) = d_k and
     Var(q . k / sqrt(d_k)) = 1, fits its column: it is split into lines that each fit, so no
     part of it hides behind a sideways scroll that nothing shows."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
-                                  is_mobile=True, device_scale_factor=2)
-    page = context.new_page()
-    try:
-        page.goto(f"{book_url}/chapters/02_scaled_dot_product.html", wait_until="load")
-        page.wait_for_function("() => document.querySelectorAll("
-                               "'mjx-container[display=\"true\"]').length >= 2", timeout=30_000)
-        page.wait_for_timeout(500)
-        sizes = page.evaluate("() => [...document.querySelectorAll("
-                              "'mjx-container[display=\"true\"]')]"
-                              ".filter(m => m.textContent.includes('Var(q'))"
-                              ".map(m => [m.scrollWidth, m.clientWidth])")
-        assert len(sizes) == 1, sizes
-        (wide, column), = sizes
-        assert column <= 360 and wide <= column + 1, f"{wide} px in a {column} px column"
-    finally:
-        context.close()
+    page = phone_page
+    page.goto(f"{book_url}/{page_with('dk-softmax')}", wait_until="load")
+    page.wait_for_function("() => document.querySelectorAll("
+                           "'mjx-container[display=\"true\"]').length >= 2", timeout=30_000)
+    page.wait_for_timeout(500)
+    sizes = page.evaluate("() => [...document.querySelectorAll("
+                          "'mjx-container[display=\"true\"]')]"
+                          ".filter(m => m.textContent.includes('Var(q'))"
+                          ".map(m => [m.scrollWidth, m.clientWidth])")
+    assert len(sizes) == 1, sizes
+    (wide, column), = sizes
+    assert column <= 360 and wide <= column + 1, f"{wide} px in a {column} px column"

@@ -1,11 +1,12 @@
-"""Chapter 11's live figures in Chromium: decoding with a KV cache, and the cache's size.
+"""The KV cache's live figures in Chromium (mha_book.figures.kv_cache): decoding with a KV cache, and the cache's size.
 
 Without a build: each figure alone in a blank page; the step control (slider keys and the "next"
 button), the layer picker, the model, attention and context controls each change the picture
 from the keyboard, and the numbers drawn equal the package's (the new query's weights equal row t
 of a full teacher-forced pass, the sizes equal ``mha.configs.kv_cache_bytes``, in MiB) to 1e-3,
-and the context slider stops at each model's own context; axe-core finds nothing in light and dark mode; at 390 x 844 with touch a tap redraws and nothing
-is wider than the screen. On the built book: the same on chapter 11's page.
+and the context slider stops at each model's own context, also after a tap on a phone. On the
+built book: the same on the page that holds them.
+(axe, a phone's width, touch targets and layout, for every figure: test_every_figure.py.)
 """
 
 import threading
@@ -16,15 +17,16 @@ import pytest
 import torch
 from live_figures import (
     DRAW_MS,
-    axe_violations,
     drawn,
     label,
     offline,
+    page_with,
     press,
     readout,
     root_of,
     same,
     show,
+    tap,
     timing,
     values,
     wait_drawn,
@@ -162,49 +164,24 @@ def test_the_context_slider_stops_at_each_models_context(page):
     assert not page.errors, page.errors
 
 
-@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_ch11_figures_pass_axe(page, dark):
-    for figure in (kv_cache.decode_steps(), kv_cache.kv_cache_size()):
-        show(page, figure, dark=dark)
-        problems = axe_violations(page)
-        assert not problems, f"{figure.name} ({'dark' if dark else 'light'}): {problems}"
+def test_a_tap_on_a_phone_draws_what_the_package_computes(phone_page, full_weights):
+    """On a 390 x 844 touch phone, a tap on the "previous" button and one on the context slider:
+    the numbers drawn are still the package's (a tap on every control, and the width, for every
+    figure: test_every_figure.py)."""
+    root = show(phone_page, kv_cache.decode_steps(step=11))
+    tap(phone_page, root, root.get_by_role("button", name="next token (step): previous step"))
+    assert values(root)["step"] == 10
+    check_decode(root, full_weights)
+    root = show(phone_page, kv_cache.kv_cache_size())
+    tap(phone_page, root, root.locator('[data-knob="context"]'))
+    check_size(root)
 
 
-def test_phone_touch(browser, full_weights):
-    """390 x 844 with touch: a tap on the next button redraws; nothing is wider than the screen."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
-                                  is_mobile=True, device_scale_factor=2)
-    page = context.new_page()
-    try:
-        for figure, button in ((kv_cache.decode_steps(step=11), "next token (step): previous step"),
-                               (kv_cache.kv_cache_size(), None)):
-            root = show(page, figure)
-            before = root.get_attribute("data-draws")
-            if button:
-                root.get_by_role("button", name=button).tap()
-            else:
-                root.locator('[data-knob="context"]').tap()
-            page.wait_for_function("([el, n]) => el.dataset.draws !== n",
-                                   arg=[root.element_handle(), before], timeout=5_000)
-            widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
-                                   "'.mha-live canvas, .mha-live .mha-control, .mha-live table')]"
-                                   ".map(e => e.getBoundingClientRect().right))")
-            assert widest <= 390, f"{figure.name}: {widest} px wide on a 390 px screen"
-            assert page.evaluate("document.documentElement.scrollWidth") <= 390
-            if button:
-                assert values(root)["step"] == 10
-                check_decode(root, full_weights)
-            else:
-                check_size(root)
-    finally:
-        context.close()
-
-
-def test_chapter_11_figures_live_in_the_built_book(page, book_url, full_weights):
+def test_both_figures_live_in_the_built_book(page, book_url, full_weights):
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     outside = offline(page, book_url)  # nothing may come from outside the book
-    page.goto(f"{book_url}/chapters/11_kv_cache.html", wait_until="load")
+    page.goto(f"{book_url}/{page_with('decode-steps')}", wait_until="load")
     decode, size = root_of(page, "decode-steps"), root_of(page, "kv-cache-size")
     for root in (decode, size):
         wait_drawn(page, root)

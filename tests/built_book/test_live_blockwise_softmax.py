@@ -1,11 +1,11 @@
-"""Chapter 13's live figure in Chromium: the online softmax, one block of keys at a time.
+"""The blockwise softmax's live figure in Chromium (mha_book.figures.blockwise_softmax): the online softmax, one block of keys at a time.
 
 Without a build: the figure alone in a blank page; the block-size slider, the step slider and
 the next/previous buttons change the picture from the keyboard; the weights drawn equal
 exp(s - m) / l by hand over the keys seen, the running maximum and output equal the online
 softmax by hand, and after the last block the output equals PyTorch's softmax attention, to
-1e-3; axe-core finds nothing in light and dark mode; at 390 x 844 with touch a tap redraws and
-nothing is wider than the screen. On the built book: the same on chapter 13's page.
+1e-3, also after a tap on a phone. On the built book: the same on the page that holds it.
+(axe, a phone's width, touch targets and layout, for every figure: test_every_figure.py.)
 """
 
 import json
@@ -15,15 +15,16 @@ import pytest
 import torch.nn.functional as F
 from live_figures import (
     DRAW_MS,
-    axe_violations,
     drawn,
     label,
     offline,
+    page_with,
     press,
     readout,
     root_of,
     same,
     show,
+    tap,
     timing,
     values,
     wait_drawn,
@@ -157,40 +158,20 @@ def test_online_softmax_draws_the_online_softmax(page):
           f"redraw {timing(DRAW_MS[-7:])}")
 
 
-@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_ch13_figure_passes_axe(page, dark):
-    show(page, blockwise_softmax.online_softmax(), dark=dark)
-    problems = axe_violations(page)
-    assert not problems, f"online-softmax ({'dark' if dark else 'light'}): {problems}"
+def test_a_tap_on_a_phone_draws_the_online_softmax(phone_page):
+    """A tap on the "next" button (on a 390 x 844 touch phone): block 1, still the online softmax
+    by hand (a tap on every control, and the width, for every figure: test_every_figure.py)."""
+    root = show(phone_page, blockwise_softmax.online_softmax())
+    tap(phone_page, root, root.get_by_role("button", name="block: next step"))
+    assert values(root)["block"] == 1
+    check(root)
 
 
-def test_phone_touch(browser):
-    """390 x 844 with touch: a tap on the next button redraws; nothing is wider than the screen."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
-                                  is_mobile=True, device_scale_factor=2)
-    page = context.new_page()
-    try:
-        root = show(page, blockwise_softmax.online_softmax())
-        before = root.get_attribute("data-draws")
-        root.get_by_role("button", name="block: next step").tap()
-        page.wait_for_function("([el, n]) => el.dataset.draws !== n",
-                               arg=[root.element_handle(), before], timeout=5_000)
-        widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
-                               "'.mha-live canvas, .mha-live .mha-control, .mha-live table')]"
-                               ".map(e => e.getBoundingClientRect().right))")
-        assert widest <= 390, f"{widest} px wide on a 390 px screen"
-        assert page.evaluate("document.documentElement.scrollWidth") <= 390
-        assert values(root)["block"] == 1
-        check(root)
-    finally:
-        context.close()
-
-
-def test_chapter_13_figure_lives_in_the_built_book(page, book_url):
+def test_the_figure_lives_in_the_built_book(page, book_url):
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     outside = offline(page, book_url)  # nothing may come from outside the book
-    page.goto(f"{book_url}/chapters/13_fast_attention.html", wait_until="load")
+    page.goto(f"{book_url}/{page_with('online-softmax')}", wait_until="load")
     root = root_of(page, "online-softmax")
     wait_drawn(page, root)
     root.scroll_into_view_if_needed()

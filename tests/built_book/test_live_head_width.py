@@ -1,10 +1,11 @@
-"""Chapter 04's live figure in Chromium: num_heads at d_model = 512.
+"""The head width's live figure in Chromium (mha_book.figures.head_width): num_heads at
+d_model = 512.
 
 Without a build: the figure alone in a blank page; the num_heads slider and the query select
-change the picture from the keyboard; the weights drawn equal PyTorch's softmax of each head's
-own scaled scores (to 1e-3) and the table's counts equal the package's modules'; axe-core finds
-nothing in light and dark mode; at 390 x 844 with touch a tap redraws and nothing is wider than
-the screen. On the built book: the same on chapter 04's page.
+change the picture from the keyboard, and a tap on a phone; the weights drawn equal PyTorch's
+softmax of each head's own scaled scores (to 1e-3) and the table's counts equal the package's
+modules'. On the built book: the same on the page that holds it. (axe, a phone's width, touch
+targets and layout, for every figure: test_every_figure.py.)
 """
 
 import json
@@ -14,15 +15,16 @@ import pytest
 import torch
 from live_figures import (
     DRAW_MS,
-    axe_violations,
     drawn,
     layout_problems,
+    page_with,
     phone,
     press,
     readout,
     root_of,
     same,
     show,
+    tap,
     timing,
     values,
     wait_drawn,
@@ -32,7 +34,6 @@ import mha
 from mha_book.figures import head_width
 
 pytestmark = pytest.mark.browser
-
 
 
 @pytest.fixture(scope="module")
@@ -94,37 +95,19 @@ def test_heads_at_fixed_width_draws_what_pytorch_computes(page, figure):
     assert not page.errors, page.errors
 
 
-@pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_heads_at_fixed_width_passes_axe(page, figure, dark):
-    show(page, figure, dark=dark)
-    problems = axe_violations(page)
-    assert not problems, problems
+def test_a_tap_on_a_phone_draws_what_pytorch_computes(phone_page, figure):
+    """A tap at the num_heads slider's right end (on a 390 x 844 touch phone): 16 heads, and the
+    weights and counts drawn are still PyTorch's (a tap on every control, and the width, for
+    every figure: test_every_figure.py)."""
+    root = show(phone_page, figure)
+    slider = root.locator('[data-knob="num_heads"]')
+    box = slider.bounding_box()
+    tap(phone_page, root, slider, position={"x": box["width"] - 4, "y": box["height"] / 2})
+    assert check(root)["num_heads"] == 16
 
 
-def test_phone_touch(browser, figure):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
-                                  is_mobile=True, device_scale_factor=2)
-    page = context.new_page()
-    try:
-        root = show(page, figure)
-        before = root.get_attribute("data-draws")
-        slider = root.locator('[data-knob="num_heads"]')
-        box = slider.bounding_box()
-        slider.tap(position={"x": box["width"] - 4, "y": box["height"] / 2})  # the right end
-        page.wait_for_function("([el, n]) => el.dataset.draws !== n",
-                               arg=[root.element_handle(), before], timeout=5_000)
-        widest = page.evaluate("() => Math.max(...[...document.querySelectorAll("
-                               "'.mha-live canvas, .mha-live .mha-control, .mha-live table')]"
-                               ".map(e => e.getBoundingClientRect().right))")
-        assert widest <= 390, f"{widest} px wide on a 390 px screen"
-        assert page.evaluate("document.documentElement.scrollWidth") <= 390
-        check(root)
-    finally:
-        context.close()
-
-
-def test_chapter_04_figure_is_live_in_the_built_book(page, book_url):
-    page.goto(f"{book_url}/chapters/04_heads_in_a_loop.html", wait_until="load")
+def test_the_figure_is_live_in_the_built_book(page, book_url):
+    page.goto(f"{book_url}/{page_with('heads-at-fixed-width')}", wait_until="load")
     root = root_of(page, "heads-at-fixed-width")
     wait_drawn(page, root)
     root.scroll_into_view_if_needed()
