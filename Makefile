@@ -8,7 +8,7 @@ BOOK := _build/html/index.html
 # 2 workers for the unit tests and nbval (CI's machines have 2 cores)
 JOBS ?= 2
 
-.PHONY: help setup assets book student-notebooks assignments assignments-test course-test test unit notebooks colab-check lint browser lab clean
+.PHONY: help setup frontend-deps frontend assets book student-notebooks assignments assignments-test course-test test unit notebooks colab-check lint browser lab clean
 help:
 	@echo "make book   build the HTML book (all notebooks executed) into _build/html"
 	@echo "make test   unit tests, the nbgrader course, nbval over every notebook, the book build and a headless-browser test"
@@ -17,6 +17,7 @@ help:
 	@echo "make student-notebooks   the notebooks without exercise solutions (_build/student-notebooks)"
 	@echo "make assignments   an nbgrader course, one assignment per chapter (course/, kept by make clean; own venv)"
 	@echo "make course-test   one assignment through a real JupyterHub: a teacher, four students, the exchange"
+	@echo "make frontend   rebuild the live figures' committed bundles from their ES modules (after editing mha/static/src or mha_book/static/src)"
 	@echo "make clean  remove build outputs (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -30,6 +31,20 @@ setup: $(STAMP)
 
 assets:
 	bash scripts/offline_assets.sh
+
+# the live figures' front end: ES modules (mha/static/src/, mha_book/static/src/) bundled by
+# esbuild into mha/static/live.js, mha/static/widget.js and mha_book/static/book.js, which are
+# committed (Colab and pip users have no npm); eslint and prettier check the sources. The tools
+# come from frontend/package-lock.json (npm ci); after that everything runs offline.
+FRONTEND_STAMP := frontend/node_modules/.installed
+$(FRONTEND_STAMP): frontend/package.json frontend/package-lock.json
+	npm ci --prefix frontend --no-audit --no-fund --loglevel=error
+	touch $@
+
+frontend-deps: $(FRONTEND_STAMP)
+
+frontend: $(FRONTEND_STAMP)
+	node frontend/build.mjs
 
 # --all: every build executes every notebook afresh (an incremental build would keep old outputs
 # after a change to the package)
@@ -86,9 +101,13 @@ $(CHP): tests/course_hub/package.json tests/course_hub/package-lock.json
 course-test: $(HUB_STAMP) $(CHP)
 	$(NBG_BIN)/python -m pytest tests/course_hub --noconftest -v -s -p no:cacheprovider
 
-lint: setup
+JS_SOURCES := mha/static/src mha_book/static/src
+lint: setup $(FRONTEND_STAMP)
 	$(BIN)/ruff check mha mha_book tests benchmarks scripts
 	$(BIN)/lint-imports
+	frontend/node_modules/.bin/eslint -c frontend/eslint.config.js $(JS_SOURCES) frontend
+	frontend/node_modules/.bin/prettier --config frontend/.prettierrc.json --check $(JS_SOURCES) frontend/*.mjs frontend/*.js
+	node frontend/build.mjs --check
 
 # transformers, for the parity tests only (tests/test_parity_hf.py): never a dependency of mha nor
 # of the book's build, so it is installed here, for `make unit`, and nowhere else
@@ -97,7 +116,7 @@ $(PARITY_STAMP): requirements-parity.txt $(STAMP)
 	$(BIN)/python -m pip install --quiet -r requirements-parity.txt
 	touch $@
 
-unit: setup $(PARITY_STAMP)
+unit: setup $(PARITY_STAMP) $(FRONTEND_STAMP)
 	$(BIN)/python -m pytest tests --ignore=tests/built_book --ignore=tests/assignments --ignore=tests/course_hub -n $(JOBS) -q
 
 notebooks: setup

@@ -5,7 +5,7 @@
 Prints, for every control, the median time of one redraw over ``repeats`` changes of it, Python
 side: the change reaches the widget, the coupled knobs are kept valid, ``explore_once``
 recomputes with the package and the view receives what the canvas front end draws
-(``mha/static/live/``: a few milliseconds more in the browser). Aim: <= 150 ms for every
+(``mha.live``'s front end: a few milliseconds more in the browser). Aim: <= 150 ms for every
 control on a 2-core CPU. Prints the device, the torch version and the threads used.
 """
 

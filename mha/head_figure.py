@@ -4,7 +4,7 @@ In the manner of bertviz's head view: the attention weights of a model's
 layers (ours, from ``mha.record_attention`` or ``LanguageModel.attention``, or
 any model that returns (B, H, L, S) per layer, such as a Hugging Face model
 called with ``output_attentions=True``), drawn by the book's front end
-(``mha/static/live/``): every head of a layer as a heatmap on one colour scale
+(``mha.live``'s front end): every head of a layer as a heatmap on one colour scale
 from 0 to 1, or one head as lines from its query tokens to its key tokens.
 The figure is a ``mha.live.figure.Figure``: one self-contained HTML output
 that works in Jupyter, Colab, VS Code and the built book without a kernel;

@@ -5,7 +5,7 @@
 sentence, runs attention and returns the per-head weights (H, L, L), the token labels and the
 parameter and FLOP counts, or a friendly ``message`` (never an exception) for an impossible
 combination of knobs. The explorer's controls are ``mha_book.widgets`` (Jupyter) and ``mha.live``
-(the page); both draw with ``mha/static/live/``.
+(the page); both draw with ``mha.live``'s front end.
 
 * ``source``: ``"random layer"`` (the seeded layer below) or a layer of chapter 08's trained
   tiny models or of the Shakespeare model on its own inputs (``mha_book.sources``): then
@@ -49,6 +49,7 @@ import torch
 
 from mha._threads import one_thread
 from mha.counts import count_flops, count_parameters
+from mha.live.views import fill
 from mha_book.sources import TRAINED_SOURCES, passages_said, rows_said
 
 __all__ = ["DEFAULTS", "EXAMPLE_SENTENCES", "MASK_KINDS", "SINKS", "SOURCES", "WINDOWS",
@@ -213,14 +214,18 @@ def knob_labels(name, values):
             for v in values]
 
 
+#: the captions' words for the sink: the page fills the same template (attention.js's sinkSaid)
+SINK_SAID = ", sink s = {s:g}: rows sum to {kept:.2f} on average ({lost:.2f} to the sink)"
+
+
 def sink_said(config, weights):
-    """The captions' words for the sink (page and Python alike): its logit and the share of
-    the weight it took, 1 - a row's sum on average over every head and query; "" when off."""
+    """The captions' words for the sink (page and Python alike, ``SINK_SAID``): its logit and the
+    share of the weight it took, 1 - a row's sum on average over every head and query; "" when
+    off."""
     if config.get("sink") is None or weights is None:
         return ""
     kept = float(weights.sum(-1).mean())
-    return (f", sink s = {config['sink']:g}: rows sum to {kept:.2f} on average "
-            f"({1 - kept:.2f} to the sink)")
+    return fill(SINK_SAID, s=float(config["sink"]), kept=kept, lost=1 - kept)
 
 
 def validate(d_model, num_heads, num_kv_heads, seq_len, temperature, mask_kind, seed, sentence,

@@ -2,7 +2,7 @@
 
 ``explorer(...)`` builds ipywidgets controls around ``mha_book.explore.explore_once``: every change
 of a control recomputes with Python (any d_model, any seed, a reader's own ``attention_fn``) and
-hands the picture to the book's one front end, ``mha/static/live/`` (``mha_book.figures.explorer``).
+hands the picture to the book's one front end, ``mha.live`` (``mha_book.figures.explorer``).
 Displayed, an ``Explorer`` is that widget in Jupyter (and Colab), and in the built book the live
 figure ``mha_book.figures.explorer.explorer_figure``, which recomputes in the page with no kernel.
 

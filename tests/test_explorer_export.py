@@ -1,9 +1,9 @@
 """The explorer's export for the built book (mha_book.figures.explorer) and its trained source (mha_book.sources).
 
 Round trip: the data the page receives, put through the page's arithmetic (reimplemented here in
-numpy, line for line as in mha/static/live/compute.js's explorer compute: split into heads, mask, scores / (sqrt(Dh) T),
+numpy, line for line as in mha_book/static/src/explorer.js's compute: split into heads, mask, scores / (sqrt(Dh) T),
 softmax), equals ``explore_once`` for the same knobs. The same page code runs in Chromium in
-tests/built_book/test_explorer_page.py, and compute.js itself runs here in Node.js on the
+tests/built_book/test_explorer_page.py, and explorer.js itself runs here in Node.js on the
 window and sink settings.
 """
 
@@ -12,15 +12,14 @@ import html
 import json
 import re
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
 import torch
+from node_js import BOOK, run_modules
 
 import mha
 import mha_book
-from mha.live import figure as F
 from mha_book import sources, widgets
 from mha_book.figures import explorer as webview
 
@@ -30,7 +29,7 @@ def decode(b64):
 
 
 def page_attention(q, k, H, Hkv, Dh, Lq, Lk, q_stride, k_stride, T, allowed, sink=None):
-    """compute.js ``attention``: weights (H, Lq, Lk) in float64; with a ``sink`` logit s, the
+    """attention.js ``attention``: weights (H, Lq, Lk) in float64; with a ``sink`` logit s, the
     softmax runs over the tempered scores and s, whose share is dropped."""
     q = q.astype(np.float64).reshape(-1, q_stride)[:Lq]
     k = k.astype(np.float64).reshape(-1, k_stride)[:Lk]
@@ -51,7 +50,7 @@ def page_attention(q, k, H, Hkv, Dh, Lq, Lk, q_stride, k_stride, T, allowed, sin
 
 def page_random(data, num_heads, num_kv_heads, seq_len, temperature, mask_kind, seed, sentence,
                 window=None, sink=None):
-    """compute.js ``COMPUTE.explorer`` for the random layer."""
+    """explorer.js ``explorer`` for the random layer."""
     D = data["d_model"]
     Dh, L = D // num_heads, seq_len
     src = data["sources"]["random layer"]
@@ -144,31 +143,22 @@ def test_round_trip_trained_layer_window_and_sink(data, source, window, sink):
         assert rows.max() <= 1 + 1e-6 and rows.mean() < 1
 
 
-# ------------------------------------------------------------------------- compute.js in Node.js
+# ------------------------------------------------------------------------ explorer.js in Node.js
 
 NODE = shutil.which("node")
 
 
 def run_page_compute(tmp_path, data, settings):
-    """compute.js's ``COMPUTE.explorer`` in Node.js (after core.js, whose helpers it uses), once
-    per setting of the page's controls: [{grids, caption, state, unused, disabled}]."""
-    front = "\n".join((F.JS_DIR / f"{part}.js").read_text(encoding="utf-8")
-                      for part in ("core", "compute"))
-    data_file = tmp_path / "data.json"
-    data_file.write_text(json.dumps(data))
-    script = tmp_path / "explorer_test.js"
-    script.write_text(
-        '"use strict";\nvar window = {}, document = {}; // core.js looks for a mounted copy\n'
-        f"(function () {{\n{front}\n"
-        f"var data = JSON.parse(require('fs').readFileSync({json.dumps(str(data_file))}));\n"
-        f"console.log(JSON.stringify({json.dumps(settings)}.map(function (v) {{\n"
-        "  var st = COMPUTE.explorer(v, data, null, {});\n"
-        "  return {grids: st.views.heads.grids, caption: st.views.heads.caption, state: st.state,\n"
-        "    unused: st.unused, disabled: st.disabled, masked: st.views.heads.masked || null,\n"
-        "    fit: st.views.heads.fit};\n})));\n})();\n")
-    done = subprocess.run([NODE, str(script)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    """The page's explorer compute (mha_book/static/src/explorer.js, imported as an ES module)
+    in Node.js, once per setting of the page's controls: [{grids, caption, state, unused,
+    disabled}]."""
+    body = (f"emit({json.dumps(settings)}.map((v) => {{\n"
+            "  const st = ex.explorer(v, data, null, {});\n"
+            "  return {grids: st.views.heads.grids, caption: st.views.heads.caption,\n"
+            "    state: st.state, unused: st.unused, disabled: st.disabled,\n"
+            "    masked: st.views.heads.masked || null, fit: st.views.heads.fit,\n"
+            "    readout: st.readout, counts: st.views.counts.text};\n}));")
+    return run_modules(tmp_path, {"ex": BOOK / "explorer.js"}, body, data=data)
 
 
 def page_knobs(**knobs):
@@ -183,9 +173,8 @@ def said(pattern, caption):
     return found and found.group()
 
 
-@pytest.mark.skipif(NODE is None, reason="needs Node.js (the browser tests run the same code)")
 def test_the_pages_compute_in_node_is_explore_once_with_window_and_sink(tmp_path, data):
-    """compute.js itself (not a copy in numpy): its weights equal explore_once's to 1e-5 for
+    """explorer.js itself (not a copy in numpy): its weights equal explore_once's to 1e-5 for
     window and sink settings of the random layer and of trained sources, its captions say the
     same window and the same share of the weight on the sink, and a cross-attention source
     leaves the window out (greyed out, a dash)."""
@@ -232,6 +221,8 @@ def test_the_pages_compute_in_node_is_explore_once_with_window_and_sink(tmp_path
         assert got["fit"] is True and heads["fit"] is True
         for pattern in (r", causal window \d+", r", sink s = .*"):
             assert said(pattern, got["caption"]) == said(pattern, caption), (pattern, v)
+        # one template (webview.CAPTIONS) for both: the same words, the same numbers
+        assert got["caption"] == caption and got["readout"] == caption + ".", v
         assert bool(said("sink", got["caption"])) == (v["sink"] is not None)
         assert bool(said("window", got["caption"])) == (s["window"] is not None)
         trained = s["source"] != "random layer"

@@ -7,12 +7,12 @@ import base64
 import json
 import math
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from node_js import BOOK, run_modules
 
 from mha import head_scores
 from mha.live import figure as F
@@ -151,8 +151,8 @@ def test_the_text_box_control():
     c = F.textbox("t", "your text", "abc", 8)
     assert c.spec() == {"name": "t", "label": "your text", "kind": "text", "values": [],
                         "labels": [], "value": "abc", "max_length": 8, "disabled": False}
-    assert "text" in F.CONTROL_KINDS and "lm" in F.JS_PARTS
-    assert F.JS_PARTS.index("lm") < F.JS_PARTS.index("mount")
+    assert "text" in F.CONTROL_KINDS
+    assert text_heads().bundles() == ("mha_book",)  # the model runs in the book's bundle
     with pytest.raises(ValueError, match="max_length must be a positive int"):
         F.textbox("t", "t", "abc", 0)
     with pytest.raises(ValueError, match="4 characters; max_length is 3"):
@@ -171,16 +171,12 @@ NODE = shutil.which("node")
 
 
 def run_node(tmp_path, body):
-    script = tmp_path / "lm_test.js"
-    front = "\n".join((F.JS_DIR / f"{part}.js").read_text(encoding="utf-8")
-                      for part in ("lm", "textfig"))  # the model and its head scores
-    script.write_text(f'"use strict";\n(function () {{\nvar COMPUTE = {{}};\n{front}\n{body}\n}})();\n')
-    done = subprocess.run([NODE, str(script)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    """``body`` in Node.js with the page's model (mha_book/static/src/lm.js: TextModel, its head
+    scores) and its arithmetic (lm_math.js: erf, erfTable), imported from the ES modules."""
+    return run_modules(tmp_path, {"lm": BOOK / "lm.js", "lm_math": BOOK / "lm_math.js"},
+                       "const { TextModel } = lm;\nconst { erf, erfTable } = lm_math;\n" + body)
 
 
-@pytest.mark.skipif(NODE is None, reason="needs Node.js (the browser tests run the same code)")
 def test_the_pages_erf_is_accurate_to_1e_7(tmp_path):
     """erf (series and continued fraction) and erfTable (its table, interpolated: the GELU's)"""
     xs = [i / 997 - 8 for i in range(15953)]
@@ -191,7 +187,6 @@ def test_the_pages_erf_is_accurate_to_1e_7(tmp_path):
         assert worst < 1e-7, (name, worst)
 
 
-@pytest.mark.skipif(NODE is None, reason="needs Node.js (the browser tests run the same code)")
 def test_the_pages_model_in_node_is_the_packages(tmp_path, lm):
     """lm.js's forward pass equals lm.attention to 1e-4; typing at the end and editing the
     start (the page reuses what did not change) give the same as a text computed afresh."""
@@ -220,7 +215,6 @@ def test_the_pages_model_in_node_is_the_packages(tmp_path, lm):
         assert got["scores"]["matches"] == want["matches"]
 
 
-@pytest.mark.skipif(NODE is None, reason="needs Node.js (the browser tests run the same code)")
 def test_the_pages_model_reads_its_sizes_from_the_config(tmp_path):
     """Another size (3 layers of 3 heads, d_model 24, context 40), saved in float16 as the
     shipped file is: the page's forward pass still equals the package's."""
@@ -242,7 +236,6 @@ def test_the_pages_model_reads_its_sizes_from_the_config(tmp_path):
     assert (got - want).abs().max().item() < 1e-4
 
 
-@pytest.mark.skipif(NODE is None, reason="needs Node.js (the browser tests run the same code)")
 @pytest.mark.parametrize("positions", ["sinusoidal", "rotary"])
 def test_the_pages_model_follows_the_positions(tmp_path, positions):
     """A model whose positions are a fixed sinusoidal table or rotary (queries and keys rotated,

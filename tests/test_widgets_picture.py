@@ -10,8 +10,8 @@ import subprocess
 import pytest
 import torch
 
+from mha.live import bundles, picture
 from mha.live import figure as F
-from mha.live import picture
 from mha_book import widgets
 from mha_book.figures import explorer as live_explorer
 
@@ -35,14 +35,19 @@ def weights_of(html_text):
 def test_the_module_is_the_page_script_then_the_widget_entry():
     esm, page = picture.module(), F.script()
     inside = page[len("<script>"):-len("</script>")]
-    entry = (F.JS_DIR / f"{picture.ENTRY}.js").read_text()
-    # the same files, no copy of the front end
+    entry = picture.ENTRY.read_text()
+    # the same bundles, no copy of the front end
     assert esm.startswith(f"try {{\n{inside}\n}} catch (err) {{")
     assert esm.endswith(f"}}\n{entry}")
-    assert picture.ENTRY not in F.JS_PARTS and entry not in page
-    assert "export default" in entry and "render({ model, el })" in entry
+    assert entry not in page and "mha/static/src/widget.js" in entry
+    assert "widget_default as default" in entry and "render({ model, el })" in entry
     # the page's script stays a classic script
     assert not re.search(r"^export ", inside, re.M)
+    # a module for figures that need the book's bundle: it comes before the engine
+    import mha_book.figures  # noqa: F401
+
+    book = picture.module("mha_book")
+    assert book.index(bundles.text("mha_book")) < book.index(bundles.text(bundles.ENGINE))
     assert picture.styles() == F.CSS.strip()[len("<style>"):-len("</style>")]
 
 
@@ -51,7 +56,7 @@ def test_the_module_is_valid_javascript(tmp_path):
     if node is None:
         pytest.skip("needs Node.js to check the module's syntax")
     path = tmp_path / "picture.mjs"
-    path.write_text(picture.module())
+    path.write_text(picture.module("mha_book"))
     done = subprocess.run([node, "--check", str(path)], capture_output=True,
                           text=True)
     assert done.returncode == 0, done.stderr
@@ -65,7 +70,7 @@ def test_markup_is_the_figure_without_styles_and_front_end():
     assert "<style" not in text and "window.mhaLive" not in text
     assert text.count("<script") == 1 and spec_of(text) == json.loads(
         json.dumps(fig.spec()))
-    assert len(text) < len(fig.html()) - 90_000
+    assert len(text) < len(fig.html()) - 60_000
 
 
 def test_the_explorer_picture_is_an_anywidget():

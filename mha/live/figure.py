@@ -1,6 +1,7 @@
 """A live figure as data: controls, views and every state the controls can reach.
 
-A figure is declared in Python and drawn by one front end, ``mha/static/live/``:
+A figure is declared in Python and drawn by one front end (``mha.live.bundles``: the ES modules of
+``mha/static/src/`` bundled into ``mha/static/live.js``):
 
 * **controls** (``slider``, ``select``, ``toggle``, ``steps``): each offers a list of values and
   starts at one of them; ``textbox``, the reader's own text, needs an in-page ``compute``;
@@ -10,7 +11,8 @@ A figure is declared in Python and drawn by one front end, ``mha/static/live/``:
 * **states**: ``state_fn(**values)`` is called for every combination of the controls' values when
   the figure is made, with the package's own functions, so the page only looks a state up and
   draws it: what the page draws is what the package computed. (A figure with too many states to
-  list, chapter 07's explorer, names an in-page ``compute`` of the front end instead, mha/static/live/compute.js.)
+  list, chapter 07's explorer, names an in-page ``compute`` instead, which a package's own
+  bundle registers: ``mha.live.bundles.register``; the book's is ``mha_book/static/``.)
 
 Displayed, a figure is one ``text/html`` output (the spec as JSON, the script inlined): the same
 HTML and the same script in the built book (no kernel), JupyterLab, Notebook, VS Code and Colab,
@@ -21,10 +23,9 @@ import html
 import itertools
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 
 from .._threads import one_thread
+from . import bundles
 from .style import CSS
 from .views import VIEW_KINDS, arrows, bars, heatmap, lines, plot, table
 
@@ -32,9 +33,6 @@ from .views import VIEW_KINDS, arrows, bars, heatmap, lines, plot, table
 __all__ = ["Control", "Figure", "View", "arrows", "bars", "heatmap", "lines", "plot", "select",
            "slider", "steps", "table", "textbox", "toggle"]
 
-#: the front end's parts (mha/static/live/), concatenated in this order inside one function
-JS_DIR = Path(__file__).resolve().parents[1] / "static" / "live"
-JS_PARTS = ("core", "heatmap", "charts", "panels", "lines", "compute", "lm", "textfig", "mount")
 CONTROL_KINDS = ("range", "select", "toggle", "step", "text")
 MAX_STATES = 5000
 
@@ -139,14 +137,10 @@ class View:
 
 # ----------------------------------------------------------------------------- the figure
 
-@lru_cache(maxsize=1)
-def script():
-    """The front end, to inline in an output (a page's copies mount once: see core.js): its
-    parts in one function, so they share one scope and nothing leaks into the page's."""
-    parts = "\n".join((JS_DIR / f"{name}.js").read_text(encoding="utf-8")
-                       for name in JS_PARTS)
-    return f'<script>(function () {{\n"use strict";\n{parts}}})();</script>'
-
+def script(*extensions):
+    """The front end, to inline in an output (a page's copies mount once: see main.js): the
+    engine's bundle after the ``extensions``' (``mha.live.bundles.script``)."""
+    return bundles.script(*extensions)
 
 
 def _json_script(data, cls):
@@ -168,14 +162,16 @@ class Figure:
     state_fn: object = None
     alt: str = ""
     note: str = ""
-    compute: str = None  # an in-page compute (mha/static/live/compute.js), instead of listed states
+    compute: str = None  # an in-page compute (a registered bundle's), instead of listed states
     data: dict = None  # what ``compute`` reads
+    extensions: tuple = ()  # bundles the figure needs besides the engine and its compute's
     states: dict = field(default=None, repr=False)
 
     def __post_init__(self):
         names = [c.name for c in self.controls]
         if len(set(names)) != len(names):
             raise ValueError(f"figure {self.name!r}: control names must differ; got {names}")
+        self.bundles()  # a compute no registered bundle provides: said now
         if self.compute is None and self.states is None:
             with one_thread():
                 self.states = self._all_states()
@@ -201,6 +197,14 @@ class Figure:
                                  f"views {sorted(missing)}")
             states[",".join(map(str, idx))] = state
         return states
+
+    def bundles(self):
+        """The names of the bundles (``mha.live.bundles``) the figure's HTML carries before the
+        engine's: those it names in ``extensions``, and the one that registers its compute."""
+        names = [bundles.bundle(n).name for n in self.extensions]
+        if self.compute is not None:
+            names.append(bundles.providing(self.compute))
+        return tuple(dict.fromkeys(names))
 
     def state(self, **values):
         """The listed state for these control values (the others at their start)."""
@@ -242,11 +246,11 @@ class Figure:
                 f'role="figure" aria-label="{html.escape(self.title)}">{note}'
                 f'{self._bar()}<div class="mha-views"></div>'
                 f'<div class="mha-error" role="alert"></div>'
-                f'{_json_script(self.spec(), "mha-spec")}{script()}</div>')
+                f'{_json_script(self.spec(), "mha-spec")}{script(*self.bundles())}</div>')
 
     def _bar(self):
         """The controls, in a bar that stays in view (CSS position: sticky, below the book's
-        sticky header: --mha-top, set by mount.js) while the reader scrolls to the view a
+        sticky header: --mha-top, set by sticky.js) while the reader scrolls to the view a
         control changes; then the readout, which scrolls with the views (in the bar, a readout
         of 5 lines made it a third of a phone's screen)."""
         controls = (f'<div class="mha-controls" role="group" aria-label="controls: '

@@ -1,14 +1,16 @@
 """A live figure as a Jupyter widget: the front end sent once, then data.
 
 A figure displayed as HTML (``Figure.html()``) carries its styles and the whole
-front end (mha/static/live/, over 100 KB) in every output: a kernel that redraws
-by replacing an output makes the page parse and run all of it again. ``Picture``
-(``picture_class()``; needs anywidget, else None) is an anywidget instead:
+front end (mha/static/live.js, about 70 KB) in every output: a kernel that
+redraws by replacing an output makes the page parse and run all of it again.
+``Picture`` (``picture_class()``; needs anywidget, else None) is an anywidget
+instead:
 
-* its ES module (``module()``) is the page's script, ``figure.script()``, and
-  the widget entry ``mha/static/live/widget.js`` after it, which exports
-  ``render({model, el})``; its styles (``styles()``) are the page's,
-  ``figure.CSS``. Both go to the front end once per widget;
+* its ES module (``module()``) is the page's bundles (``mha.live.bundles``: the
+  engine, after any extensions named) and the widget entry's bundle
+  ``mha/static/widget.js`` after them, which exports ``render({model, el})``
+  (sources: mha/static/src/widget.js); its styles (``styles()``) are the
+  page's, ``figure.CSS``. Both go to the front end once per widget;
 * its ``html`` trait is the figure without them (``markup(figure)``: the
   markup and the spec as JSON, what ``Figure.html()`` has between its styles and
   its script) or a message; setting it sends only that, and the module draws it
@@ -24,12 +26,13 @@ model is not found; it does not fall back to an output's HTML.
 import re
 from functools import lru_cache
 
-from .figure import CSS, JS_DIR, script
+from . import bundles
+from .figure import CSS
 
 __all__ = ["ENTRY", "markup", "module", "picture_class", "styles"]
 
-#: the widget entry, mha/static/live/widget.js: not a part of the page's script
-ENTRY = "widget"
+#: the widget entry's bundle (an ES module): not a part of the page's script
+ENTRY = bundles.STATIC / "widget.js"
 
 
 def _inside(text, tag):
@@ -40,14 +43,14 @@ def _inside(text, tag):
     return found.group(1)
 
 
-@lru_cache(maxsize=1)
-def module():
-    """The ES module: the page's script (its parts in their one function),
-    then the widget entry, which exports ``render``. The script mounts the
+@lru_cache(maxsize=None)
+def module(*extensions):
+    """The ES module: the page's bundles (``extensions``', then the engine's),
+    then the widget entry, which exports ``render``. The engine mounts the
     page's figures as it runs; one it cannot draw (an untrusted output whose
     script Lab took out) throws, which must not stop the module loading."""
-    entry = (JS_DIR / f"{ENTRY}.js").read_text(encoding="utf-8")
-    page = _inside(script(), "script")
+    entry = ENTRY.read_text(encoding="utf-8")
+    page = _inside(bundles.script(*extensions), "script")
     return f"try {{\n{page}\n}} catch (err) {{ console.error(err); }}\n{entry}"
 
 
@@ -61,7 +64,7 @@ def markup(figure):
     """``figure`` without its styles and its front end: its markup and its spec
     (JSON in a script element that never runs), what a ``Picture`` draws."""
     text = figure.html()
-    for part in (CSS, script()):
+    for part in (CSS, bundles.script(*figure.bundles())):
         if text.count(part) != 1:
             raise ValueError("Figure.html() no longer holds the styles and the "
                              "script once each; update mha.live.picture")

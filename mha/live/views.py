@@ -1,17 +1,48 @@
 """The data of a live figure's views: one builder per view kind, each returning the JSON-ready
-dict that mha/static/live/ draws (numbers rounded, NaN and infinities as None).
+dict that the front end (mha/static/src/) draws (numbers rounded, NaN and infinities as None).
 
 ``heatmap`` (grids on one colour scale), ``bars``, ``plot`` (lines, linear or log-log), ``table``,
 ``lines`` (one head as lines between its query and key tokens), ``arrows`` (2-D arrows in small
 panels) and ``strips`` (integer grids too wide for a heatmap, built by mha_book/figures/batched_heads.py); a
-``text`` view's data is ``{"text": str}``.
+``text`` view's data is ``{"text": str}``. ``fill`` fills a caption's template as the page's
+``fill`` (mha/static/src/format.js) does, so one template, shipped in a figure's data, makes the
+same words in Python and in the page.
 """
 
 import math
+import re
+import string
 
-__all__ = ["VIEW_KINDS", "arrows", "bars", "heatmap", "lines", "plot", "table"]
+__all__ = ["VIEW_KINDS", "arrows", "bars", "fill", "heatmap", "lines", "plot", "table"]
 
 VIEW_KINDS = ("heatmap", "bars", "plot", "table", "text", "lines", "strips", "arrows")
+
+# ----------------------------------------------------------------------------- captions
+
+#: the format specs a template may use, each written the same by Python and the page: ".Nf" (N
+#: decimals: toFixed), "g" (a short number, 6 significant digits; for numbers from 1e-4 to 1e6),
+#: "," (a whole number with thousands separators: toLocaleString("en")); none: an int or a str
+FILL_SPECS = re.compile(r"\.\d+f|g|,")
+
+
+def fill(template, **values):
+    """``template`` with each ``{name}`` or ``{name:spec}`` replaced by its value (``FILL_SPECS``),
+    as the page's ``fill`` does. A float needs a spec: Python writes 1.0, JavaScript 1. (Exact
+    ties round differently: 0.125 is "0.12" here and "0.13" in the page; the captions' numbers
+    are no such ties.)"""
+    for _, name, spec, conversion in string.Formatter().parse(template):
+        if name is None:
+            continue
+        if conversion or (spec and not FILL_SPECS.fullmatch(spec)) or not name.isidentifier():
+            raise ValueError(f"template {template!r}: {{{name}:{spec}}} is not one of the forms "
+                             f"the page fills ({{name}}, {{name:.2f}}, {{name:g}}, {{name:,}})")
+        if name not in values:
+            raise KeyError(f"template {template!r}: no value for {name!r}")
+        if not spec and isinstance(values[name], float):
+            raise TypeError(f"template {template!r}: {name!r} is a float; give it a spec "
+                            f"(.2f, g), the page writes floats otherwise")
+    return template.format(**values)
+
 
 # ----------------------------------------------------------------------------- view data
 

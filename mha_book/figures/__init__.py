@@ -12,12 +12,25 @@ here under its own name and listed in ``FIGURES`` (name -> function, sorted by n
 figure so). A new figure is a new module here with a marked function: nothing else to list.
 The modules keep their own names (``mha_book.figures.kv_cache``), which no figure function
 may take.
+
+The figures with an in-page compute (the explorer, chapter 05's split-heads, the Shakespeare
+model) need the book's own bundle of the front end, ``mha_book/static/book.js`` (built from
+``mha_book/static/src/`` by frontend/build.mjs): it is registered with ``mha.live`` here, so
+such a figure's HTML carries it before the engine's.
 """
 
 import importlib
 import pkgutil
+from pathlib import Path
+
+from mha.live import bundles
 
 from ._registry import live_figure
+
+#: the in-page computes of the book's bundle (mha_book/static/src/main.js registers them)
+COMPUTES = ("explorer", "split-heads", "text-heads")
+BUNDLE = bundles.register("mha_book", Path(__file__).resolve().parents[1] / "static" / "book.js",
+                          computes=COMPUTES)
 
 
 def _find():

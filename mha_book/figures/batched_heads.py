@@ -9,7 +9,7 @@ folded into the batch.
   the input, the split tensor (heads side by side) and the merged tensor, with the focused
   number marked. The settings are too many to list (5 x 9 x 512 x 2), so the page finds the
   number in the tensors the package computed (exported once per num_heads, ``compute:
-  "split-heads"`` in mha/static/live/compute.js); ``split_state`` is the same picture in Python, for the tests.
+  "split-heads"`` in mha_book/static/src/split_heads.js); ``split_state`` is the same picture in Python, for the tests.
 * ``fold_valid_lens()``: d2l's layout, heads folded into the batch, (B * H, Lq, Lk); a select
   between ``torch.repeat_interleave(valid_lens, H)`` (right) and ``valid_lens.repeat(H)``
   (wrong), num_heads and the two sequences' valid lengths. The heatmaps are the mask each
@@ -112,7 +112,7 @@ def split_state(num_heads, token, feature, wrong=False):
 
 
 def _b64(x):
-    """int16 little-endian, base64: the page decodes it (compute.js, ``ints16``)."""
+    """int16 little-endian, base64: the page decodes it (split_heads.js, ``ints16``)."""
     return base64.b64encode(x.to(torch.int16).numpy().astype("<i2").tobytes()).decode()
 
 

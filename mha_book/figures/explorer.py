@@ -2,8 +2,9 @@
 
 * ``explorer_figure(knobs)``: the explorer for a page with no kernel (the built book): the
   controls of ``mha_book.widgets.Explorer`` as page controls, the data exported here
-  (``explorer_data``) and the front end's in-page compute ``explorer`` (compute.js), which recomputes the weights
-  from that data at every change of a control (too many settings to list them all).
+  (``explorer_data``) and the book's in-page compute ``explorer`` (mha_book/static/src/explorer.js),
+  which recomputes the weights from that data at every change of a control (too many settings to
+  list them all); its captions come from the templates here (``CAPTIONS``).
 * ``view_figure(result)``: one picture Python computed (``mha_book.explore.explore_once``), for the
   view of the widget in Jupyter; the front end only draws it.
 * ``frozen_figure(...)``: a picture the page cannot recompute (a reader's attention function).
@@ -27,7 +28,7 @@ import torch
 from mha import counts
 from mha._threads import one_thread
 from mha.live.figure import Figure, View, heatmap, select, slider, table
-from mha.live.views import MAX_LEN, TEXT_CELL_MIN, VIEWS
+from mha.live.views import MAX_LEN, TEXT_CELL_MIN, VIEWS, fill
 from mha_book import explore
 
 from ._registry import live_figure
@@ -64,22 +65,50 @@ def temperature_labels(grid):
     return [f"{t:.2f}" for t in grid]
 
 
+#: The explorer's captions and head titles, one template each, for Python (``_title``,
+#: ``_head_labels``: the widget's picture, print) and the page (explorer.js, which gets them in
+#: the exported data) alike, filled by ``mha.live.views.fill`` and format.js's ``fill``: the
+#: same words and the same numbers (T with two decimals, as the slider writes it) on both.
+CAPTIONS = {
+    "random": "{heads}{kv}, L = {L}, d_model = {d_model}, T = {T:.2f}, mask: {mask}{window}, "
+              "seed {seed}{sink}",
+    "trained": "{source} (trained), {sample}, {lengths}, T = {T:.2f}{window}{sink}",
+    "heads": "{n} head{s}",
+    "kv": ", {n} key/value head{s}",
+    "window": ", causal window {w}",
+    "sink": explore.SINK_SAID,
+    "passage": "passage \"{name}\" (seed {seed})",
+    "sample": "input sample {seed}",
+    "length": "L = {L}",
+    "lengths": "Lq = {Lq}, Lk = {Lk}",
+    "head": "head {h}",
+    "head_kv": "head {h} (kv {g})",
+}
+
+
+def _count(template, n):
+    return fill(CAPTIONS[template], n=n, s="" if n == 1 else "s")
+
+
 def _title(config, weights=None):
-    """The caption: the knobs, and with a sink the weight it took (needs ``weights``)."""
-    c = config
-    window = f", causal window {c['window']}" if c.get("window") is not None else ""
+    """The caption (``CAPTIONS``): the knobs, and with a sink the weight it took (needs
+    ``weights``, whose shape also gives a trained source's query and key lengths)."""
+    c, P = config, CAPTIONS
+    window = fill(P["window"], w=c["window"]) if c.get("window") is not None else ""
+    sink = explore.sink_said(c, weights)
     if c.get("source", "random layer") != "random layer":
-        sample = (f"passage \"{c['passage']}\" (seed {c['seed']})" if c.get("passage")
-                  else f"input sample {c['seed']}")  # the page's caption says the same
-        return (f"{c['source']} (trained), {sample}, L = {c['seq_len']}, "
-                f"T = {c['temperature']:.3g}{window}{explore.sink_said(c, weights)}")
+        sample = (fill(P["passage"], name=c["passage"], seed=c["seed"]) if c.get("passage")
+                  else fill(P["sample"], seed=c["seed"]))
+        Lq, Lk = (c["seq_len"],) * 2 if weights is None else tuple(weights.shape[-2:])
+        lengths = fill(P["length"], L=Lq) if Lq == Lk else fill(P["lengths"], Lq=Lq, Lk=Lk)
+        return fill(P["trained"], source=c["source"], sample=sample, lengths=lengths,
+                    T=float(c["temperature"]), window=window, sink=sink)
     H, Hkv = c["num_heads"], c["num_kv_heads"]
-    kv = "" if Hkv == H else f", {Hkv} key/value head{'s' if Hkv > 1 else ''}"
     fn = f"attention_fn = {c['attention_fn']}: " if c.get("attention_fn") else ""
-    return (f"{fn}{H} head{'s' if H > 1 else ''}{kv}, L = {c['seq_len']}, "
-            f"d_model = {c['d_model']}, "
-            f"T = {c['temperature']:.3g}, mask: {c['mask_kind']}{window}, seed {c['seed']}"
-            f"{explore.sink_said(c, weights)}")
+    return fn + fill(P["random"], heads=_count("heads", H),
+                     kv="" if Hkv == H else _count("kv", Hkv), L=c["seq_len"],
+                     d_model=c["d_model"], T=float(c["temperature"]), mask=c["mask_kind"],
+                     window=window, seed=c["seed"], sink=sink)
 
 
 def _head_labels(result):
@@ -87,7 +116,8 @@ def _head_labels(result):
         return list(result.head_labels)
     H, Hkv = result.config["num_heads"], result.config["num_kv_heads"]
     group = H // Hkv
-    return [f"head {h}" + (f" (kv {h // group})" if Hkv < H else "") for h in range(H)]
+    return [fill(CAPTIONS["head_kv"], h=h, g=h // group) if Hkv < H
+            else fill(CAPTIONS["head"], h=h) for h in range(H)]
 
 
 def render(result):
@@ -232,6 +262,7 @@ def explorer_data(sources=None):
     sources = ["random layer", *TRAINED_SOURCES] if sources is None else list(sources)
     with one_thread():  # tiny matrix products: one thread beats two busy ones
         data = {"kind": "explorer", "d_model": STATIC_D_MODEL, "max_len": MAX_LEN,
+                "captions": CAPTIONS,
                 "tokens": {n: explore._fit(explore.tokenize(n), MAX_LEN)[0] for n in names},
                 "lengths": {n: len(explore.tokenize(n)) for n in names}, "sources": {},
                 "counts": {}}

@@ -1,4 +1,4 @@
-"""Helpers for the browser tests of the live figures (``mha.live``, drawn by mha/static/live/).
+"""Helpers for the browser tests of the live figures (``mha.live``, drawn by the front end, mha/static/src/).
 
 A figure's root is ``.mha-live[data-figure=NAME]``; its controls carry ``data-knob``, its
 canvases ``data-view`` and ``data-values`` (the numbers drawn, JSON, NaN as null), the root

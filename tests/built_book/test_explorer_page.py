@@ -1,4 +1,4 @@
-"""The explorer on the live-figure front end (mha/static/live/) in Chromium, with no kernel and
+"""The explorer on the live-figure front end (mha/static/src/, mha_book/static/src/) in Chromium, with no kernel and
 no network.
 
 * Without a build: the HTML the package writes for the book, loaded into a blank page; the

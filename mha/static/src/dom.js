@@ -1,0 +1,19 @@
+// DOM helpers: an element, a select that fits, a control's label.
+export function el(tag, attrs, text) {
+  var e = document.createElement(tag);
+  Object.keys(attrs || {}).forEach(function (k) {
+    e.setAttribute(k, attrs[k]);
+  });
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+// a select as wide as its longest option (never clipped), its label above it when the row is
+// too narrow for both (a phone), never wider than the figure
+export function fitSelect(sel, wrap) {
+  sel.style.maxWidth = "100%";
+  sel.style.minWidth = "0";
+  wrap.style.flexWrap = "wrap";
+}
+export function labelOf(c, i) {
+  return c.labels ? c.labels[i] : String(c.values[i]);
+}
