@@ -8,10 +8,9 @@ models, training, the explorer, figures, exercises) is the separate package ``mh
 imports ``mha`` and never the reverse.
 """
 
-import importlib
-
 __version__ = "0.1.0"
 
+from ._lazy import lazy_submodules
 from .backends import peak_memory, sdpa_backend
 from .blockwise import blockwise_attention, online_softmax_step
 from .cache import KVCache
@@ -68,18 +67,4 @@ __all__ = [
 
 _LAZY = ("viz", "counts", "configs", "live", "head_scores")
 
-
-def __getattr__(name):
-    """Import the optional submodules (figures, widgets, exercises, ...) on first access."""
-    if name in _LAZY:
-        try:
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"{__name__}.{name}":
-                raise  # a dependency of the submodule is missing: say which
-            raise AttributeError(f"module 'mha' has no attribute {name!r}") from None
-    raise AttributeError(f"module 'mha' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_LAZY))
+__getattr__, __dir__ = lazy_submodules(__name__, _LAZY, globals())

@@ -9,7 +9,7 @@ patterns (``patterns``), the explorer (``explore``, ``widgets``, ``sources``), t
 Submodules are imported on first use (``mha_book.tasks``).
 """
 
-import importlib
+from mha._lazy import lazy_submodules
 
 from .glue import glue, glued
 from .language_model import load_language_model
@@ -19,17 +19,4 @@ __all__ = ["glue", "glued", "load_language_model"]
 _LAZY = ("copy_back", "decode", "exercises", "explore", "figures", "language_model",
          "patterns", "sources", "tasks", "tiny", "train", "widgets")
 
-
-def __getattr__(name):
-    """Import a submodule (tasks, figures, exercises, ...) on first access."""
-    if name in _LAZY:
-        try:
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"{__name__}.{name}":
-                raise  # a dependency of the submodule is missing: say which
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(list(globals()) + list(_LAZY))
+__getattr__, __dir__ = lazy_submodules(__name__, _LAZY, globals())
