@@ -24,7 +24,7 @@ CSS = """<style>
 .mha-live .mha-step{grid-column:1/-1;flex-wrap:wrap}
 .mha-live .mha-control input[type=range]{flex:1;min-width:6em;max-width:12em;min-height:28px}
 .mha-live .mha-control input[type=checkbox]{width:22px;height:22px}
-.mha-live .mha-control select{min-height:30px;max-width:12em;font-size:14px}
+.mha-live .mha-control select{min-height:30px;min-width:0;max-width:12em;font-size:14px}
 .mha-live .mha-control button{min-width:32px;min-height:32px;font-size:14px}
 .mha-live .mha-control output{min-width:3.5em;font-variant-numeric:tabular-nums}
 .mha-live .mha-text{grid-column:1/-1;flex-wrap:wrap;align-items:flex-start}

@@ -760,7 +760,6 @@
   }
   function fitSelect(sel, wrap2) {
     sel.style.maxWidth = "100%";
-    sel.style.minWidth = "0";
     wrap2.style.flexWrap = "wrap";
   }
   function labelOf(c, i) {

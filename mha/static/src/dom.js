@@ -8,10 +8,10 @@ export function el(tag, attrs, text) {
   return e;
 }
 // a select as wide as its longest option (never clipped), its label above it when the row is
-// too narrow for both (a phone), never wider than the figure
+// too narrow for both (a phone), never wider than the figure; its least width is the style's
+// (0, and 44 px on a touch screen: mha/live/style.py)
 export function fitSelect(sel, wrap) {
   sel.style.maxWidth = "100%";
-  sel.style.minWidth = "0";
   wrap.style.flexWrap = "wrap";
 }
 export function labelOf(c, i) {
