@@ -204,8 +204,7 @@ DEVICE_TAKERS = {
         32, 4, device=device),
     "relative_positions": lambda device: mha.relative.relative_positions(3, 3, 2,
                                                                       device=device),
-    "sinusoidal_positions": lambda device: mha_book.copy_back.sinusoidal_positions(4, 8,
-                                                                              device=device),
+    "sinusoidal_positions": lambda device: mha.sinusoidal_positions(4, 8, device=device),
     "load_pretrained": lambda device: mha_book.tiny.load_pretrained("multitask", device=device),
     "load_models": lambda device: mha_book.copy_back.load_models(device=device),
 }
