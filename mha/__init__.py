@@ -15,12 +15,14 @@ from .backends import peak_memory, sdpa_backend
 from .blockwise import blockwise_attention, online_softmax_step
 from .cache import KVCache
 from .device import device
+from .fixed_state import delta_rule, delta_rule_step, gated_delta_rule, linear_attention
 from .functional import (
     masked_softmax,
     merge_heads,
     scaled_dot_product_attention,
     split_heads,
 )
+from .gated_deltanet import GatedDeltaNet, KimiDeltaAttention, RecurrentState
 from .head import AttentionHead
 from .head_figure import head_view, save_html
 from .importance import attention_layers, head_gates, head_importance, prune_heads
@@ -41,12 +43,18 @@ __all__ = [
     "blockwise_attention",
     "causal_mask",
     "convert_mask",
+    "delta_rule",
+    "delta_rule_step",
     "device",
+    "gated_delta_rule",
+    "GatedDeltaNet",
     "head_gates",
     "head_importance",
     "head_view",
+    "KimiDeltaAttention",
     "KVCache",
     "LatentAttention",
+    "linear_attention",
     "masked_softmax",
     "merge_heads",
     "MultiHeadAttention",
@@ -55,6 +63,7 @@ __all__ = [
     "peak_memory",
     "prune_heads",
     "record_attention",
+    "RecurrentState",
     "RelativeMultiHeadAttention",
     "RotaryMultiHeadAttention",
     "save_html",

@@ -20,8 +20,9 @@ the function needs of it, e.g. ``module.sinks``).
 
 Built in: ``"sdpa"`` (PyTorch's fused kernel, ``sdpa``; with ``need_weights``
 it runs ``"eager"``), ``"eager"`` (the explicit softmax, ``eager``), and, from
-their modules, ``"sinks"`` (``mha.modern``) and ``"relative"``
-(``mha.relative``). A layer's ``attn_implementation`` names its function;
+their modules, ``"sinks"`` (``mha.modern``), ``"relative"``
+(``mha.relative``) and ``"linear"`` (causal linear attention, no softmax:
+``mha.fixed_state``). A layer's ``attn_implementation`` names its function;
 set it to use another, e.g. one of your own::
 
     @mha.attention_functions.register("mine")

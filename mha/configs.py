@@ -11,14 +11,18 @@ position, one key vector and one value vector of ``d_head`` numbers::
 ``MODELS`` holds the published configurations of a few well-known models, each with the source
 that states it (a ``references.bib`` key and where in it). ``num_kv_heads == num_heads`` is
 multi-head attention, ``1`` multi-query attention, anything between grouped-query attention.
+
+``HYBRIDS`` holds models whose layers are either linear attention (Gated DeltaNet, Kimi Delta
+Attention: a recurrent state of fixed size, ``linear_state_bytes``) or full attention (a cache
+that grows with the context); ``HybridConfig.cache_bytes`` adds the two.
 """
 
 from dataclasses import dataclass
 
 from . import _checks
 
-__all__ = ["DEEPSEEK_V3", "INTERLEAVED", "LatentConfig", "MODELS", "ModelConfig",
-           "kv_cache_bytes", "latent_cache_bytes"]
+__all__ = ["DEEPSEEK_V3", "HYBRIDS", "HybridConfig", "INTERLEAVED", "LatentConfig", "MODELS",
+           "ModelConfig", "kv_cache_bytes", "latent_cache_bytes", "linear_state_bytes"]
 
 
 @dataclass(frozen=True)
@@ -173,3 +177,199 @@ def kv_cache_bytes(num_layers, num_kv_heads, d_head, seq_len=1, *, batch_size=1,
     if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 0:
         raise ValueError(f"seq_len must be an int >= 0; got {seq_len!r}")
     return 2 * num_layers * num_kv_heads * d_head * seq_len * batch_size * bytes_per_value
+
+
+def linear_state_bytes(num_layers, num_value_heads, d_head_k, d_head_v, *, conv_channels=0,
+                       conv_size=4, batch_size=1, bytes_per_value=2):
+    """Bytes of the recurrent state of linear-attention layers, the same after any number of
+    tokens: num_layers * batch_size * (num_value_heads * d_head_k * d_head_v + conv_channels *
+    (conv_size - 1)) * bytes_per_value.
+
+    Per layer and value head, one (d_head_k, d_head_v) matrix (``mha.delta_rule_step``'s state);
+    per layer, the last ``conv_size - 1`` inputs of its short causal convolution over
+    ``conv_channels`` channels (the queries', keys' and values' features: 2 * Hk * Dk + Hv * Dv
+    for Gated DeltaNet and Kimi Delta Attention), all the next token's convolution needs.
+    ``conv_channels=0``: no convolution.
+    """
+    for name, value in (("num_layers", num_layers), ("num_value_heads", num_value_heads),
+                        ("d_head_k", d_head_k), ("d_head_v", d_head_v),
+                        ("conv_size", conv_size), ("batch_size", batch_size),
+                        ("bytes_per_value", bytes_per_value)):
+        _checks.check_positive_int(name, value)
+    _checks.check_int("conv_channels", conv_channels, minimum=0)
+    per_layer = num_value_heads * d_head_k * d_head_v + conv_channels * (conv_size - 1)
+    return num_layers * batch_size * per_layer * bytes_per_value
+
+
+LAYER_TYPES = ("linear", "full")
+
+
+@dataclass(frozen=True)
+class HybridConfig:
+    """A model whose layers are linear attention or full attention: ``layer_types`` has one
+    entry per layer, "linear" or "full" (the Hugging Face config's ``layer_types``,
+    "linear_attention" / "full_attention", shortened).
+
+    The full layers are grouped-query attention (``num_kv_heads`` key/value heads of ``d_head``,
+    as ``ModelConfig``) or Multi-head Latent Attention (``kv_rank`` and ``qk_rope_dim``, as
+    ``LatentConfig``): give one pair, leave the other None. ``num_heads`` is their query heads.
+    The linear layers (``linear_kind``: "Gated DeltaNet" or "Kimi Delta Attention") have
+    ``linear_num_key_heads`` query/key heads of ``linear_d_head_k`` and
+    ``linear_num_value_heads`` value heads of ``linear_d_head_v`` (a state of
+    ``linear_d_head_k x linear_d_head_v`` per value head) and a short causal convolution of
+    ``conv_size`` taps. ``context``, ``source`` and ``where`` as in ``ModelConfig``."""
+
+    name: str
+    layer_types: tuple
+    num_heads: int
+    linear_kind: str
+    linear_num_key_heads: int
+    linear_num_value_heads: int
+    linear_d_head_k: int
+    linear_d_head_v: int
+    context: int
+    source: str
+    where: str
+    num_kv_heads: int = None
+    d_head: int = None
+    kv_rank: int = None
+    qk_rope_dim: int = None
+    conv_size: int = 4
+
+    def __post_init__(self):
+        types = tuple(self.layer_types)
+        bad = sorted(set(types) - set(LAYER_TYPES))
+        if not types or bad:
+            raise ValueError(f"layer_types must be a non-empty tuple of {LAYER_TYPES}; got "
+                             f"{self.layer_types!r}")
+        object.__setattr__(self, "layer_types", types)
+        for name in ("num_heads", "linear_num_key_heads", "linear_num_value_heads",
+                     "linear_d_head_k", "linear_d_head_v", "conv_size", "context"):
+            _checks.check_positive_int(name, getattr(self, name))
+        gqa = [getattr(self, n) is not None for n in ("num_kv_heads", "d_head")]
+        mla = [getattr(self, n) is not None for n in ("kv_rank", "qk_rope_dim")]
+        if not ((all(gqa) and not any(mla)) or (all(mla) and not any(gqa))):
+            raise ValueError(f"{self.name}: give the full layers' num_kv_heads and d_head (GQA) "
+                             f"or kv_rank and qk_rope_dim (MLA), one pair; got num_kv_heads="
+                             f"{self.num_kv_heads!r}, d_head={self.d_head!r}, kv_rank="
+                             f"{self.kv_rank!r}, qk_rope_dim={self.qk_rope_dim!r}")
+        for name in ("num_kv_heads", "d_head") if all(gqa) else ("kv_rank", "qk_rope_dim"):
+            _checks.check_positive_int(name, getattr(self, name))
+
+    @property
+    def num_layers(self):
+        return len(self.layer_types)
+
+    @property
+    def num_linear(self):
+        """How many layers are linear attention."""
+        return self.layer_types.count("linear")
+
+    @property
+    def num_full(self):
+        """How many layers are full attention."""
+        return self.layer_types.count("full")
+
+    @property
+    def full_attention(self):
+        """The full layers' kind: "MLA", or "MHA", "GQA", "MQA" as ``ModelConfig.attention``."""
+        if self.kv_rank is not None:
+            return "MLA"
+        if self.num_kv_heads == self.num_heads:
+            return "MHA"
+        return "MQA" if self.num_kv_heads == 1 else "GQA"
+
+    @property
+    def conv_channels(self):
+        """The channels of the linear layers' short convolution: the queries', keys' and values'
+        features, 2 * Hk * Dk + Hv * Dv (3 * H * D for Kimi Delta Attention, whose key and
+        value heads are the same 32 of 128)."""
+        return (2 * self.linear_num_key_heads * self.linear_d_head_k
+                + self.linear_num_value_heads * self.linear_d_head_v)
+
+    def _full_layers_bytes(self, num_layers, seq_len, batch_size, bytes_per_value):
+        if num_layers == 0:
+            _checks.check_int("seq_len", seq_len, minimum=0)
+            return 0
+        if self.kv_rank is not None:
+            return latent_cache_bytes(num_layers, self.kv_rank, self.qk_rope_dim, seq_len,
+                                      batch_size=batch_size, bytes_per_value=bytes_per_value)
+        return kv_cache_bytes(num_layers, self.num_kv_heads, self.d_head, seq_len,
+                              batch_size=batch_size, bytes_per_value=bytes_per_value)
+
+    def state_bytes(self, *, batch_size=1, bytes_per_value=2):
+        """The linear layers' state (``linear_state_bytes``): the same at every context."""
+        if self.num_linear == 0:
+            return 0
+        return linear_state_bytes(self.num_linear, self.linear_num_value_heads,
+                                  self.linear_d_head_k, self.linear_d_head_v,
+                                  conv_channels=self.conv_channels, conv_size=self.conv_size,
+                                  batch_size=batch_size, bytes_per_value=bytes_per_value)
+
+    def full_cache_bytes(self, seq_len, *, batch_size=1, bytes_per_value=2):
+        """The full layers' cache after ``seq_len`` tokens: in proportion to ``seq_len``."""
+        return self._full_layers_bytes(self.num_full, seq_len, batch_size, bytes_per_value)
+
+    def cache_bytes(self, seq_len, *, batch_size=1, bytes_per_value=2):
+        """What the model keeps for ``seq_len`` tokens of one sequence: the full layers' cache
+        plus the linear layers' state."""
+        return (self.full_cache_bytes(seq_len, batch_size=batch_size,
+                                      bytes_per_value=bytes_per_value)
+                + self.state_bytes(batch_size=batch_size, bytes_per_value=bytes_per_value))
+
+    def all_full_bytes(self, seq_len, *, batch_size=1, bytes_per_value=2):
+        """The cache of the same model with every layer one of its full-attention layers."""
+        return self._full_layers_bytes(self.num_layers, seq_len, batch_size, bytes_per_value)
+
+
+def _every(n, num_layers, first):
+    """"full" at layers first, first + n, ... (0-indexed), "linear" elsewhere."""
+    return tuple("full" if i >= first and (i - first) % n == 0 else "linear"
+                 for i in range(num_layers))
+
+
+#: Hybrid models of 2025-2026 that keep full attention in about one layer in four
+HYBRIDS = {
+    config.name: config
+    for config in (
+        HybridConfig(
+            "Qwen3-Next-80B-A3B", _every(4, 48, 3), 16, "Gated DeltaNet", 16, 32, 128, 128,
+            262144, "qwen2025qwen3next",
+            "Qwen3NextConfig of transformers 5.24.0 (defaults for Qwen/Qwen3-Next-80B-A3B-"
+            "Instruct): 48 layers, every 4th full attention (full_attention_interval 4), 16 "
+            "query and 2 key/value heads of head_dim 256, linear attention with 16 key heads "
+            "and 32 value heads of 128, conv kernel 4; context 262,144 from the checkpoint's "
+            "config.json (max_position_embeddings; the class's default is 32,768)",
+            num_kv_heads=2, d_head=256),
+        HybridConfig(
+            "Qwen3.5-27B", _every(4, 64, 3), 24, "Gated DeltaNet", 16, 48, 128, 128, 262144,
+            "qwen2026qwen35",
+            "Qwen3_5TextConfig of transformers 5.24.0 (checkpoint Qwen/Qwen3.5-27B) for the "
+            "layout (every 4th layer full attention), head_dim 256, 4 key/value heads, linear "
+            "key heads 16 of 128, value heads of 128 and conv kernel 4; the checkpoint's "
+            "config.json for what its defaults (a 32-layer, 16-head shape) do not give: 64 "
+            "layers, 24 query heads, 48 linear value heads, context 262,144",
+            num_kv_heads=4, d_head=256),
+        HybridConfig(
+            "Kimi-Linear-48B-A3B",
+            tuple("full" if i + 1 in (4, 8, 12, 16, 20, 24, 27) else "linear"
+                  for i in range(27)),
+            32, "Kimi Delta Attention", 32, 32, 128, 128, 1048576, "kimi2025linear",
+            "KimiLinearConfig of transformers 5.24.0 (defaults for moonshotai/Kimi-Linear-48B-"
+            "A3B-Instruct): 27 layers, MLA full layers with kv_lora_rank 512 and "
+            "qk_rope_head_dim 64 (32 heads), KDA layers with 32 heads of 128 and conv kernel 4, "
+            "context 1,048,576 (model_max_length); the layers from the checkpoint's "
+            "linear_attn_config (full_attn_layers 4, 8, ..., 24, 27, counted from 1: 7 MLA, 20 "
+            "KDA; the class's default layer_types has 6 full layers)",
+            kv_rank=512, qk_rope_dim=64),
+        HybridConfig(
+            "OLMo-Hybrid-7B", _every(4, 32, 3), 30, "Gated DeltaNet", 30, 30, 96, 192, 65536,
+            "olmo2026hybrid",
+            "OlmoHybridConfig of transformers 5.24.0 (defaults for allenai/Olmo-Hybrid-7B): 32 "
+            "layers, every 4th full attention, 30 heads (num_key_value_heads defaults to "
+            "num_attention_heads: MHA) of head_dim 128 (hidden_size 3840 / 30), linear "
+            "attention with 30 key and 30 value heads, key head dim 96 (0.75 * 3840 / 30), "
+            "value head dim 192 (2 x 96), conv kernel 4, context 65,536",
+            num_kv_heads=30, d_head=128),
+    )
+}

@@ -704,6 +704,57 @@ def _():
             lambda p: ((lambda: mha.save_html(fig, p)), "path")),
     )
 
+@register("linear_attention / delta_rule / delta_rule_step / gated_delta_rule")
+def _():
+    q, v = t(2, 2, 5, 4), t(2, 4, 5, 3)
+    decay, beta = -torch.rand(2, 4, 5), torch.rand(2, 4, 5)
+
+    def rule(fn=None, **bad):
+        args = {"query": q, "key": q, "value": v, "decay": decay, "beta": beta, **bad}
+        return mha.gated_delta_rule(**args)
+
+    return st.one_of(
+        st.sampled_from(["query", "key", "value", "decay", "beta"]).flatmap(
+            lambda name: not_a_tensor((2, 2, 5, 4)).map(
+                lambda x: ((lambda: rule(**{name: x})), name))),
+        st.sampled_from([("query", (2, 5, 4)), ("key", (2, 2, 5, 3)), ("value", (2, 3, 5, 3)),
+                         ("decay", (2, 4, 6)), ("beta", (2, 4, 5, 1)),
+                         ("state", (2, 4, 4, 2))]).map(
+            lambda case: ((lambda: rule(**{case[0]: t(*case[1])})), case[0])),
+        st.just(((lambda: rule(decay=decay.abs())), "decay")),
+        st.just(((lambda: rule(beta=beta + 1.5)), "beta")),
+        BAD_POSITIVE_INT.map(lambda c: ((lambda: rule(chunk_size=c)), "chunk_size")),
+        BAD_SCALE.map(lambda s: ((lambda: rule(scale=s)), "scale")),
+        not_a_tensor((2, 2, 5, 4)).map(lambda x: ((lambda: mha.linear_attention(x, q, v)),
+                                                  "query")),
+        BAD_POSITIVE_INT.map(lambda c: ((lambda: mha.linear_attention(q, q, v, chunk_size=c)),
+                                        "chunk_size")),
+        st.just(((lambda: mha.delta_rule(q, q, v, beta[:, :1])), "beta")),
+        st.just(((lambda: mha.delta_rule_step(t(2, 4, 4, 3), t(2, 4, 4), t(2, 4, 3),
+                                              t(2, 4, 3), torch.rand(2, 4))), "key")),
+    )
+
+
+@register("GatedDeltaNet / KimiDeltaAttention / RecurrentState")
+def _():
+    gdn = mha.GatedDeltaNet(8, 2, d_head_k=4, d_head_v=4)
+    kda = mha.KimiDeltaAttention(8, 2, 4)
+    layers = st.sampled_from([gdn, kda])
+    return st.one_of(
+        layers.flatmap(lambda m: not_a_tensor((2, 5, 8)).map(lambda x: ((lambda: m(x)), "x"))),
+        layers.map(lambda m: ((lambda: m(t(2, 5, 7))), "x")),
+        layers.flatmap(lambda m: BAD_POSITIVE_INT.map(
+            lambda c: ((lambda: m(t(2, 5, 8), chunk_size=c)), "chunk_size"))),
+        layers.map(lambda m: ((lambda: m(t(2, 5, 8), state=(t(2, 3), t(2, 3)))), "state")),
+        layers.map(lambda m: ((lambda: m(t(1, 5, 8), state=mha.RecurrentState(
+            t(2, 3 * 8, 3), t(2, 2, 4, 4)))), "state.conv")),
+        BAD_POSITIVE_INT.map(lambda h: ((lambda: mha.GatedDeltaNet(8, 2, d_head_k=h,
+                                                                   d_head_v=4)), "d_head_k")),
+        BAD_POSITIVE_INT.map(lambda h: ((lambda: mha.KimiDeltaAttention(8, 2, 4, conv_size=h)),
+                                        "conv_size")),
+    )
+
+
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_wrong_call_names_the_argument(name):
     @settings(max_examples=40)

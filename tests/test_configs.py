@@ -1,11 +1,22 @@
-"""The configurations of chapter 14 (mha/configs.py): interleaved local/global layers and the
-latent cache, against hand counts from the published numbers."""
+"""The configurations of chapters 14 and 15 (mha/configs.py): interleaved local/global layers,
+the latent cache and the hybrid models (a linear-attention state of fixed size plus the full
+layers' cache), against hand counts from the published numbers and, for the hybrids, against
+the configurations and caches of ``transformers`` (skipped where it is not installed)."""
 
 import pytest
 import torch
 
 import mha
-from mha.configs import DEEPSEEK_V3, INTERLEAVED, MODELS, kv_cache_bytes, latent_cache_bytes
+from mha.configs import (
+    DEEPSEEK_V3,
+    HYBRIDS,
+    INTERLEAVED,
+    MODELS,
+    HybridConfig,
+    kv_cache_bytes,
+    latent_cache_bytes,
+    linear_state_bytes,
+)
 
 
 def test_gemma_3_has_a_global_layer_after_every_five_local_ones():
@@ -67,3 +78,200 @@ def test_latent_cache_bytes_bad_arguments_name_themselves(name, value):
 def test_latent_cache_bytes_bad_seq_len():
     with pytest.raises(ValueError, match="seq_len"):
         latent_cache_bytes(1, 8, 4, -1)
+
+
+# ----------------------------------------------------------------------------- hybrid models
+# (chapter 15: linear-attention layers with a fixed state, one layer in four full attention)
+
+KIMI_FULL = [4, 8, 12, 16, 20, 24, 27]  # the checkpoint's linear_attn_config, counted from 1
+#: per model, the transformers class and what the checkpoint's config.json sets that differs from
+#: the class's defaults (mha.configs.HYBRIDS's ``where`` says which numbers come from where)
+CHECKPOINTS = {
+    "Qwen3-Next-80B-A3B": ("Qwen3NextConfig", {"max_position_embeddings": 262144}),
+    "Qwen3.5-27B": ("Qwen3_5TextConfig", {"hidden_size": 5120, "num_hidden_layers": 64,
+                                          "num_attention_heads": 24,
+                                          "linear_num_value_heads": 48,
+                                          "max_position_embeddings": 262144}),
+    "Kimi-Linear-48B-A3B": ("KimiLinearConfig", {"linear_attn_config": {
+        "full_attn_layers": KIMI_FULL,
+        "kda_layers": [i for i in range(1, 28) if i not in KIMI_FULL]}}),
+    "OLMo-Hybrid-7B": ("OlmoHybridConfig", {}),
+}
+
+
+def _shape_of(hf, kimi):
+    """The fields of a HybridConfig that a transformers configuration gives."""
+    shape = {"layer_types": tuple("full" if t == "full_attention" else "linear"
+                                  for t in hf.layer_types),
+             "num_heads": hf.num_attention_heads, "context": hf.max_position_embeddings,
+             "conv_size": hf.linear_conv_kernel_dim}
+    if kimi:  # KDA: as many key as value heads, one head size; MLA full layers
+        shape.update(linear_num_key_heads=hf.linear_num_heads,
+                     linear_num_value_heads=hf.linear_num_heads,
+                     linear_d_head_k=hf.linear_head_dim, linear_d_head_v=hf.linear_head_dim,
+                     kv_rank=hf.kv_lora_rank, qk_rope_dim=hf.qk_rope_head_dim)
+    else:  # the full layers' head size as the models' attention modules read it
+        d_head = getattr(hf, "head_dim", None) or hf.hidden_size // hf.num_attention_heads
+        shape.update(linear_num_key_heads=hf.linear_num_key_heads,
+                     linear_num_value_heads=hf.linear_num_value_heads,
+                     linear_d_head_k=hf.linear_key_head_dim,
+                     linear_d_head_v=hf.linear_value_head_dim,
+                     num_kv_heads=hf.num_key_value_heads, d_head=d_head)
+    return shape
+
+
+@pytest.mark.parametrize("name", list(CHECKPOINTS))
+def test_hybrids_are_the_transformers_configurations(name):
+    transformers = pytest.importorskip(
+        "transformers", reason="transformers (requirements-parity.txt) is the reference")
+    cls, checkpoint = CHECKPOINTS[name]
+    hf = getattr(transformers, cls)(**checkpoint)
+    c = HYBRIDS[name]
+    want = _shape_of(hf, kimi=cls == "KimiLinearConfig")
+    assert {k: getattr(c, k) for k in want} == want
+    assert c.num_layers == hf.num_hidden_layers
+
+
+def test_what_the_checkpoints_change_in_the_transformers_defaults():
+    """The class defaults are the checkpoints' shapes but for: Qwen3-Next's context (32,768 by
+    default), Qwen3.5's size (its defaults, despite the docstring's Qwen/Qwen3.5-27B, are a
+    32-layer, 16-head model) and Kimi Linear's layer pattern (6 full layers by default, the
+    checkpoint 7: its last layer too)."""
+    transformers = pytest.importorskip(
+        "transformers", reason="transformers (requirements-parity.txt) is the reference")
+    assert transformers.Qwen3NextConfig().max_position_embeddings == 32768
+    qwen35 = transformers.Qwen3_5TextConfig()
+    assert (qwen35.num_hidden_layers, qwen35.num_attention_heads,
+            qwen35.linear_num_value_heads) == (32, 16, 32)
+    kimi = transformers.KimiLinearConfig()
+    assert [i for i, t in enumerate(kimi.layer_types) if t == "full_attention"] == [
+        4, 8, 12, 16, 20, 24]
+    assert [i + 1 for i, t in enumerate(HYBRIDS["Kimi-Linear-48B-A3B"].layer_types)
+            if t == "full"] == KIMI_FULL
+
+
+def test_the_state_and_cache_are_what_a_transformers_model_keeps():
+    """A small Qwen3-Next (3 Gated DeltaNet layers, 1 full) run on 7 tokens with a cache: its
+    recurrent states are (B, Hv, Dk, Dv), its convolution states (B, 2 Hk Dk + Hv Dv, taps),
+    its full layer's keys and values (B, Hkv, L, Dh), as HybridConfig counts them (a
+    convolution of 4 taps needs the last 3 inputs; transformers keeps 4)."""
+    transformers = pytest.importorskip(
+        "transformers", reason="transformers (requirements-parity.txt) is the reference")
+    hf = transformers.Qwen3NextConfig(
+        vocab_size=32, hidden_size=32, intermediate_size=16, num_hidden_layers=4,
+        num_attention_heads=2, num_key_value_heads=1, head_dim=8, linear_num_key_heads=2,
+        linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=6,
+        moe_intermediate_size=8, shared_expert_intermediate_size=8, num_experts=2,
+        num_experts_per_tok=1)
+    torch.manual_seed(0)
+    model = transformers.Qwen3NextModel(hf).eval()
+    with torch.no_grad():
+        cache = model(torch.randint(0, 32, (1, 7)), use_cache=True).past_key_values
+    c = HybridConfig("tiny", **_shape_of(hf, kimi=False), linear_kind="Gated DeltaNet",
+                     source="", where="")
+    recurrent = conv = full = 0
+    for layer, kind in zip(cache.layers, c.layer_types):
+        if kind == "linear":
+            S, x = layer.recurrent_states[0], layer.conv_states[0]
+            assert S.shape == (1, 4, 8, 6) and x.shape == (1, c.conv_channels, 4)
+            recurrent += S.numel()
+            conv += x[..., 1:].numel()  # the last conv_size - 1 inputs
+        else:
+            full += layer.keys.numel() + layer.values.numel()
+    assert c.state_bytes() == (recurrent + conv) * 2
+    assert c.full_cache_bytes(7) == full * 2
+    assert c.cache_bytes(7) == (recurrent + conv + full) * 2
+
+
+def test_the_state_is_constant_in_the_context_and_the_cache_grows():
+    for c in HYBRIDS.values():
+        state = c.state_bytes()
+        assert state > 0 and c.cache_bytes(0) == state
+        for n in (1, 4096, 100_000, 1 << 20):
+            assert c.cache_bytes(n) - c.full_cache_bytes(n) == state
+            assert c.full_cache_bytes(2 * n) == 2 * c.full_cache_bytes(n) > 0
+            assert c.all_full_bytes(n) * c.num_full == c.full_cache_bytes(n) * c.num_layers
+        assert c.num_linear + c.num_full == c.num_layers
+        assert c.cache_bytes(10, batch_size=3, bytes_per_value=4) == 6 * c.cache_bytes(10)
+
+
+def test_qwen3_next_by_hand():
+    c = HYBRIDS["Qwen3-Next-80B-A3B"]
+    assert (c.num_linear, c.num_full, c.full_attention) == (36, 12, "GQA")
+    assert c.layer_types[:4] == ("linear", "linear", "linear", "full")
+    conv = 2 * 16 * 128 + 32 * 128  # the queries', keys' and values' features
+    assert c.conv_channels == conv == 8192
+    per_layer = 32 * 128 * 128 + conv * 3  # 32 value heads of 128 x 128, 3 conv inputs
+    assert c.state_bytes() == 36 * per_layer * 2 == 39_518_208  # 37.69 MiB
+    assert c.full_cache_bytes(1) == 2 * 12 * 2 * 256 * 2 == 24 * 1024  # 24 KiB a token
+    assert c.cache_bytes(262144) == 6 * 2**30 + 39_518_208
+    assert c.all_full_bytes(262144) == 24 * 2**30  # four times the full layers
+
+
+def test_kimi_linear_by_hand():
+    """MLA full layers: one latent of 512 and one rotary key of 64 per token and layer."""
+    c = HYBRIDS["Kimi-Linear-48B-A3B"]
+    assert (c.num_linear, c.num_full, c.full_attention) == (20, 7, "MLA")
+    assert c.full_cache_bytes(1) == latent_cache_bytes(7, 512, 64) == 7 * 576 * 2
+    assert c.conv_channels == 3 * 32 * 128
+    assert c.state_bytes() == 20 * (32 * 128 * 128 + 3 * 32 * 128 * 3) * 2
+    assert c.all_full_bytes(1000) == latent_cache_bytes(27, 512, 64, 1000)
+
+
+def test_olmo_hybrids_full_layers_are_multi_head():
+    c = HYBRIDS["OLMo-Hybrid-7B"]
+    assert (c.full_attention, c.num_kv_heads, c.d_head) == ("MHA", 30, 128)
+    assert (c.linear_d_head_k, c.linear_d_head_v) == (96, 192)
+    assert c.full_cache_bytes(5) == kv_cache_bytes(8, 30, 128, 5)
+
+
+def test_linear_state_bytes_is_a_states_nbytes():
+    """(B, Hv, Dk, Dv) in bfloat16, per layer, plus the convolution's inputs."""
+    S = torch.zeros(3, 4, 8, 6, dtype=torch.bfloat16)
+    assert linear_state_bytes(1, 4, 8, 6, batch_size=3) == S.nbytes
+    assert linear_state_bytes(5, 4, 8, 6, conv_channels=56, conv_size=4, batch_size=3,
+                              bytes_per_value=4) == 5 * 3 * (4 * 8 * 6 + 56 * 3) * 4
+    assert linear_state_bytes(1, 1, 1, 1, conv_channels=9, conv_size=1) == 2  # no inputs kept
+
+
+@pytest.mark.parametrize("name, value", [("num_layers", 0), ("num_value_heads", -1),
+                                         ("d_head_k", 1.5), ("d_head_v", True),
+                                         ("conv_channels", -2), ("conv_size", 0),
+                                         ("batch_size", 0), ("bytes_per_value", "2")])
+def test_linear_state_bytes_bad_arguments_name_themselves(name, value):
+    args = {"num_layers": 2, "num_value_heads": 4, "d_head_k": 8, "d_head_v": 8}
+    kwargs = {"conv_channels": 12, "conv_size": 4, "batch_size": 1, "bytes_per_value": 2}
+    (args if name in args else kwargs)[name] = value
+    with pytest.raises((ValueError, TypeError), match=name):
+        linear_state_bytes(*args.values(), **kwargs)
+
+
+def _hybrid(**changes):
+    fields = dict(name="test", layer_types=("linear", "full"), num_heads=4,
+                  linear_kind="Gated DeltaNet", linear_num_key_heads=2,
+                  linear_num_value_heads=4, linear_d_head_k=8, linear_d_head_v=8, context=64,
+                  source="", where="", num_kv_heads=2, d_head=8)
+    fields.update(changes)
+    return HybridConfig(**fields)
+
+
+@pytest.mark.parametrize("changes, match", [
+    ({"layer_types": ("linear", "global")}, "layer_types"),
+    ({"layer_types": ()}, "layer_types"),
+    ({"kv_rank": 16, "qk_rope_dim": 4}, "num_kv_heads and d_head.*or kv_rank"),
+    ({"num_kv_heads": None, "d_head": None}, "num_kv_heads and d_head.*or kv_rank"),
+    ({"d_head": None}, "num_kv_heads and d_head"),
+    ({"num_kv_heads": 0}, "num_kv_heads"),
+    ({"linear_d_head_v": 0}, "linear_d_head_v"),
+    ({"conv_size": 0}, "conv_size"),
+])
+def test_hybrid_config_bad_arguments_name_themselves(changes, match):
+    with pytest.raises(ValueError, match=match):
+        _hybrid(**changes)
+
+
+def test_hybrid_cache_bytes_bad_seq_len():
+    with pytest.raises(ValueError, match="seq_len"):
+        _hybrid().cache_bytes(-1)
+    with pytest.raises(ValueError, match="seq_len"):
+        _hybrid(kv_rank=8, qk_rope_dim=4, num_kv_heads=None, d_head=None).cache_bytes(-1)

@@ -6,7 +6,12 @@ of the models they come from, weights copied, float32, 1e-5.
 - ``RotaryMultiHeadAttention(window=w, sinks=True)``: ``GptOssAttention`` (a sliding layer);
 - ``RotaryMultiHeadAttention(qk_norm=True)``: ``Qwen3Attention``;
 - ``RotaryMultiHeadAttention(window=w)``: ``MistralAttention`` (``sliding_window=w``);
-- ``RotaryMultiHeadAttention(qk_norm=True, gate=True)``: ``Qwen3NextAttention`` (a full layer).
+- ``RotaryMultiHeadAttention(qk_norm=True, gate=True)``: ``Qwen3NextAttention`` (a full layer);
+- ``gated_delta_rule`` (token by token and chunked): ``torch_recurrent_gated_delta_rule`` and
+  ``torch_chunk_gated_delta_rule`` of Qwen3.5, and with one decay per key feature
+  ``recurrent_kimi_delta_attention`` and ``chunk_kimi_delta_attention`` of Kimi Linear;
+- ``GatedDeltaNet``: ``Qwen3_5GatedDeltaNet``; ``KimiDeltaAttention``: ``KimiLinearDeltaAttention``
+  (one call, and one token at a time with the returned state against HF's cached decoding).
 
 The Hugging Face modules run as the models run them: ``attn_implementation="eager"``, their own
 rotary embedding classes for ``position_embeddings``, and their model-level masks
@@ -23,8 +28,11 @@ import torch
 from torch import nn
 from transformers import (
     DeepseekV3Config,
+    DynamicCache,
     GptOssConfig,
+    KimiLinearConfig,
     MistralConfig,
+    Qwen3_5TextConfig,
     Qwen3Config,
     Qwen3NextConfig,
 )
@@ -34,8 +42,18 @@ from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
     DeepseekV3RotaryEmbedding,
 )
 from transformers.models.gpt_oss.modeling_gpt_oss import GptOssAttention, GptOssRotaryEmbedding
+from transformers.models.kimi_linear.modeling_kimi_linear import (
+    KimiLinearDeltaAttention,
+    chunk_kimi_delta_attention,
+    recurrent_kimi_delta_attention,
+)
 from transformers.models.mistral.modeling_mistral import MistralAttention, MistralRotaryEmbedding
 from transformers.models.qwen3.modeling_qwen3 import Qwen3Attention, Qwen3RotaryEmbedding
+from transformers.models.qwen3_5.modeling_qwen3_5 import (
+    Qwen3_5GatedDeltaNet,
+    torch_chunk_gated_delta_rule,
+    torch_recurrent_gated_delta_rule,
+)
 from transformers.models.qwen3_next.modeling_qwen3_next import (
     Qwen3NextAttention,
     Qwen3NextRotaryEmbedding,
@@ -240,13 +258,122 @@ def test_gate_matches_qwen3_next():
     check_both_paths(layer, x, want, want_weights)
 
 
+# --- Qwen3.5 and Kimi Linear: the gated delta rule and its layers ----------------------------
+
+def delta_inputs(*, Hk=2, Hv=4, L=37, Dk=16, Dv=8, channel=False, seed=3):
+    """query, key (B, Hk, L, Dk) of unit norm (as the layers make them), value (B, Hv, L, Dv),
+    decay <= 0 (B, Hv, L) or (B, Hv, L, Dk), beta in [0, 1] (B, Hv, L), a state (B, Hv, Dk, Dv).
+    """
+    g = torch.Generator().manual_seed(seed)
+    q, k = (nn.functional.normalize(torch.randn(2, Hk, L, Dk, generator=g), dim=-1)
+            for _ in range(2))
+    v = torch.randn(2, Hv, L, Dv, generator=g)
+    decay = -torch.rand((2, Hv, L, Dk) if channel else (2, Hv, L), generator=g)
+    beta = torch.rand(2, Hv, L, generator=g)
+    state = torch.randn(2, Hv, Dk, Dv, generator=g)
+    return q, k, v, decay, beta, state
+
+
+def hf_layout(*tensors):
+    """(B, H, L, ...) -> (B, L, H, ...), the layout of the HF functions."""
+    return [x.transpose(1, 2) for x in tensors]
+
+
+@pytest.mark.parametrize("chunk_size", [None, 8, 64])
+def test_gated_delta_rule_matches_qwen3_5(chunk_size):
+    q, k, v, decay, beta, state = delta_inputs()
+    out, S = mha.gated_delta_rule(q, k, v, decay, beta, state=state, chunk_size=chunk_size)
+    args = hf_layout(q, k, v, decay, beta)
+    for want, want_S in (
+            torch_recurrent_gated_delta_rule(*args, initial_state=state,
+                                             output_final_state=True),
+            torch_chunk_gated_delta_rule(*args, chunk_size=16, initial_state=state,
+                                         output_final_state=True)):
+        torch.testing.assert_close(out, want.transpose(1, 2), **TOL)
+        torch.testing.assert_close(S, want_S, **TOL)
+
+
+@pytest.mark.parametrize("chunk_size", [None, 8, 64])
+def test_channel_wise_decay_matches_kimi_delta_attention(chunk_size):
+    # Kimi's functions take as many query/key heads as value heads
+    q, k, v, decay, beta, state = delta_inputs(Hk=4, channel=True)
+    out, S = mha.gated_delta_rule(q, k, v, decay, beta, state=state, chunk_size=chunk_size)
+    args = hf_layout(q, k, v, decay, beta)
+    for want, want_S in (
+            recurrent_kimi_delta_attention(*args, initial_state=state, output_final_state=True),
+            chunk_kimi_delta_attention(*args, chunk_size=16, initial_state=state,
+                                       output_final_state=True)):
+        torch.testing.assert_close(out, want.transpose(1, 2), **TOL)
+        torch.testing.assert_close(S, want_S, **TOL)
+
+
+def decode_matches(layer, hf, config, x):
+    """mha's layer against the HF module: one call, and a prefix of 5 tokens then one token at
+    a time (mha's state fed back; HF's cache), both against HF's one call."""
+    with torch.no_grad():
+        want = hf(x)
+        out, _ = layer(x)
+        torch.testing.assert_close(out, want, **TOL)
+        cache = DynamicCache(config=config)
+        hf_steps = [hf(x[:, :5], cache=cache)]
+        out, state = layer(x[:, :5])
+        steps = [out]
+        for t in range(5, x.size(1)):
+            hf_steps.append(hf(x[:, t:t + 1], cache=cache))
+            out, state = layer(x[:, t:t + 1], state=state)
+            steps.append(out)
+    torch.testing.assert_close(torch.cat(steps, dim=1), want, **TOL)
+    torch.testing.assert_close(torch.cat(steps, dim=1), torch.cat(hf_steps, dim=1), **TOL)
+    return state
+
+
+def test_gated_deltanet_matches_qwen3_5():
+    config = Qwen3_5TextConfig(hidden_size=D, num_hidden_layers=1, rms_norm_eps=1e-6,
+                               linear_num_key_heads=2, linear_num_value_heads=4,
+                               linear_key_head_dim=16, linear_value_head_dim=16,
+                               linear_conv_kernel_dim=4, layer_types=["linear_attention"])
+    hf = randomize(Qwen3_5GatedDeltaNet(config, layer_idx=0))
+    layer = mha.GatedDeltaNet(D, 2, d_head_k=16, d_head_v=16, num_value_heads=4,
+                              conv_size=4, eps=1e-6).eval()
+    for ours, theirs in (("W_qkv", "in_proj_qkv"), ("W_z", "in_proj_z"), ("W_b", "in_proj_b"),
+                         ("W_a", "in_proj_a"), ("W_o", "out_proj"), ("conv", "conv1d")):
+        copy_(getattr(layer, ours).weight, getattr(hf, theirs).weight)
+    copy_(layer.A_log, hf.A_log)
+    copy_(layer.dt_bias, hf.dt_bias)
+    copy_(layer.norm_weight, hf.norm.weight)
+    x, _ = inputs(length=21)
+    state = decode_matches(layer, hf, config, x)
+    assert state.matrix.shape == (2, 4, 16, 16) and state.conv.shape == (2, 128, 3)
+
+
+def test_kimi_delta_attention_matches_kimi_linear():
+    config = KimiLinearConfig(hidden_size=D, num_hidden_layers=1, rms_norm_eps=1e-5,
+                              linear_attn_config={"head_dim": 16, "num_heads": 4,
+                                                  "short_conv_kernel_size": 4},
+                              layer_types=["linear_attention"])
+    hf = randomize(KimiLinearDeltaAttention(config, layer_idx=0))
+    layer = mha.KimiDeltaAttention(D, 4, 16, conv_size=4, eps=1e-5).eval()
+    gate = hf.forget_gate
+    for ours, theirs in (("W_q", hf.q_proj), ("W_k", hf.k_proj), ("W_v", hf.v_proj),
+                         ("W_f_down", gate.f_a_proj), ("W_f_up", gate.f_b_proj),
+                         ("W_b", hf.b_proj), ("W_g_down", hf.g_a_proj),
+                         ("W_g_up", hf.g_b_proj), ("W_o", hf.o_proj), ("conv", hf.conv1d)):
+        copy_(getattr(layer, ours).weight, theirs.weight)
+    copy_(layer.A_log, gate.A_log.view(-1))  # HF's (1, 1, H, 1)
+    copy_(layer.dt_bias, gate.dt_bias)
+    copy_(layer.norm_weight, hf.o_norm.weight)
+    x, _ = inputs(length=21)
+    state = decode_matches(layer, hf, config, x)
+    assert state.matrix.shape == (2, 4, 16, 16) and state.conv.shape == (2, 192, 3)
+
+
 def test_parity_modules_are_not_in_mha():
     """transformers stays a test-only dependency: importing mha (this very package) does not
     import it, and the layers' norms are torch's own nn.RMSNorm, not a transformers class."""
     import subprocess
     import sys
 
-    code = ("import sys, mha, mha.latent, mha.modern; "
+    code = ("import sys, mha, mha.latent, mha.modern, mha.gated_deltanet; "
             "print('transformers' in sys.modules, mha.__file__)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
