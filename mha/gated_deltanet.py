@@ -39,7 +39,7 @@ class RecurrentState(NamedTuple):
 
     @property
     def nbytes(self):
-        """Bytes of both tensors: the same at every length."""
+        """The bytes of both tensors, the same at every length."""
         return sum(x.numel() * x.element_size() for x in self)
 
 
