@@ -14,7 +14,9 @@ multi-head attention, ``1`` multi-query attention, anything between grouped-quer
 
 ``HYBRIDS`` holds models whose layers are either linear attention (Gated DeltaNet, Kimi Delta
 Attention: a recurrent state of fixed size, ``linear_state_bytes``) or full attention (a cache
-that grows with the context); ``HybridConfig.cache_bytes`` adds the two.
+that grows with the context); ``HybridConfig.cache_bytes`` adds the two. The caches and the
+convolutions' inputs are counted at ``bytes_per_value`` (2: bfloat16, the model's dtype), the
+recurrent states' matrices at ``state_bytes_per_value`` (4: float32, as transformers keeps them).
 """
 
 from dataclasses import dataclass
@@ -180,25 +182,35 @@ def kv_cache_bytes(num_layers, num_kv_heads, d_head, seq_len=1, *, batch_size=1,
 
 
 def linear_state_bytes(num_layers, num_value_heads, d_head_k, d_head_v, *, conv_channels=0,
-                       conv_size=4, batch_size=1, bytes_per_value=2):
+                       conv_size=4, batch_size=1, bytes_per_value=2, state_bytes_per_value=4):
     """Bytes of the recurrent state of linear-attention layers, the same after any number of
-    tokens: num_layers * batch_size * (num_value_heads * d_head_k * d_head_v + conv_channels *
-    (conv_size - 1)) * bytes_per_value.
+    tokens: num_layers * batch_size * (num_value_heads * d_head_k * d_head_v *
+    state_bytes_per_value + conv_channels * (conv_size - 1) * bytes_per_value).
 
-    Per layer and value head, one (d_head_k, d_head_v) matrix (``mha.delta_rule_step``'s state);
-    per layer, the last ``conv_size - 1`` inputs of its short causal convolution over
+    Per layer and value head, one (d_head_k, d_head_v) matrix (``mha.delta_rule_step``'s state),
+    at ``state_bytes_per_value`` bytes a number: 4 (float32) by default, as transformers keeps
+    it when the model runs in bfloat16 (``torch_chunk_gated_delta_rule`` returns a float32
+    state, ``LinearAttentionLayer`` stores it as it is, Kimi Linear casts it to float32; so does
+    ``mha.GatedDeltaNet``). The state is multiplied by a gate at every token, and a decay like
+    0.999 rounds to 1.0 in bfloat16 (8 bits of mantissa): the gate would vanish and the state
+    would not forget. Serving engines make the state's dtype a setting.
+    Per layer, the last ``conv_size - 1`` inputs of its short causal convolution over
     ``conv_channels`` channels (the queries', keys' and values' features: 2 * Hk * Dk + Hv * Dv
-    for Gated DeltaNet and Kimi Delta Attention), all the next token's convolution needs.
-    ``conv_channels=0``: no convolution.
+    for Gated DeltaNet and Kimi Delta Attention), all the next token's convolution needs, at
+    ``bytes_per_value`` bytes a number: 2 by default, the model's dtype (bfloat16), as
+    transformers keeps them (it keeps ``conv_size`` inputs; serving engines keep the
+    ``conv_size - 1`` that suffice). ``conv_channels=0``: no convolution.
     """
     for name, value in (("num_layers", num_layers), ("num_value_heads", num_value_heads),
                         ("d_head_k", d_head_k), ("d_head_v", d_head_v),
                         ("conv_size", conv_size), ("batch_size", batch_size),
-                        ("bytes_per_value", bytes_per_value)):
+                        ("bytes_per_value", bytes_per_value),
+                        ("state_bytes_per_value", state_bytes_per_value)):
         _checks.check_positive_int(name, value)
     _checks.check_int("conv_channels", conv_channels, minimum=0)
-    per_layer = num_value_heads * d_head_k * d_head_v + conv_channels * (conv_size - 1)
-    return num_layers * batch_size * per_layer * bytes_per_value
+    per_layer = (num_value_heads * d_head_k * d_head_v * state_bytes_per_value
+                 + conv_channels * (conv_size - 1) * bytes_per_value)
+    return num_layers * batch_size * per_layer
 
 
 LAYER_TYPES = ("linear", "full")
@@ -297,28 +309,41 @@ class HybridConfig:
         return kv_cache_bytes(num_layers, self.num_kv_heads, self.d_head, seq_len,
                               batch_size=batch_size, bytes_per_value=bytes_per_value)
 
-    def state_bytes(self, *, batch_size=1, bytes_per_value=2):
-        """The linear layers' state (``linear_state_bytes``): the same at every context."""
+    def state_bytes(self, *, batch_size=1, bytes_per_value=2, state_bytes_per_value=4):
+        """The linear layers' state (``linear_state_bytes``): the same at every context; its
+        matrices at ``state_bytes_per_value`` (4: float32, as transformers keeps them), the
+        convolution's inputs at ``bytes_per_value`` (2: bfloat16, the model's dtype)."""
         if self.num_linear == 0:
             return 0
         return linear_state_bytes(self.num_linear, self.linear_num_value_heads,
                                   self.linear_d_head_k, self.linear_d_head_v,
                                   conv_channels=self.conv_channels, conv_size=self.conv_size,
-                                  batch_size=batch_size, bytes_per_value=bytes_per_value)
+                                  batch_size=batch_size, bytes_per_value=bytes_per_value,
+                                  state_bytes_per_value=state_bytes_per_value)
 
-    def full_cache_bytes(self, seq_len, *, batch_size=1, bytes_per_value=2):
-        """The full layers' cache after ``seq_len`` tokens: in proportion to ``seq_len``."""
+    def full_cache_bytes(self, seq_len, *, batch_size=1, bytes_per_value=2,
+                         state_bytes_per_value=4):
+        """The full layers' cache after ``seq_len`` tokens, at ``bytes_per_value``: in
+        proportion to ``seq_len``. (``state_bytes_per_value`` is taken, as by every method
+        here, and unused: the full layers keep no recurrent state.)"""
+        _checks.check_positive_int("state_bytes_per_value", state_bytes_per_value)
         return self._full_layers_bytes(self.num_full, seq_len, batch_size, bytes_per_value)
 
-    def cache_bytes(self, seq_len, *, batch_size=1, bytes_per_value=2):
+    def cache_bytes(self, seq_len, *, batch_size=1, bytes_per_value=2, state_bytes_per_value=4):
         """What the model keeps for ``seq_len`` tokens of one sequence: the full layers' cache
-        plus the linear layers' state."""
+        (``bytes_per_value``, 2: bfloat16) plus the linear layers' state (its matrices at
+        ``state_bytes_per_value``, 4: float32, its convolution's inputs at
+        ``bytes_per_value``)."""
         return (self.full_cache_bytes(seq_len, batch_size=batch_size,
                                       bytes_per_value=bytes_per_value)
-                + self.state_bytes(batch_size=batch_size, bytes_per_value=bytes_per_value))
+                + self.state_bytes(batch_size=batch_size, bytes_per_value=bytes_per_value,
+                                   state_bytes_per_value=state_bytes_per_value))
 
-    def all_full_bytes(self, seq_len, *, batch_size=1, bytes_per_value=2):
-        """The cache of the same model with every layer one of its full-attention layers."""
+    def all_full_bytes(self, seq_len, *, batch_size=1, bytes_per_value=2,
+                       state_bytes_per_value=4):
+        """The cache of the same model with every layer one of its full-attention layers (no
+        recurrent state: ``state_bytes_per_value`` is checked and unused)."""
+        _checks.check_positive_int("state_bytes_per_value", state_bytes_per_value)
         return self._full_layers_bytes(self.num_layers, seq_len, batch_size, bytes_per_value)
 
 

@@ -151,10 +151,14 @@ def test_what_the_checkpoints_change_in_the_transformers_defaults():
 
 
 def test_the_state_and_cache_are_what_a_transformers_model_keeps():
-    """A small Qwen3-Next (3 Gated DeltaNet layers, 1 full) run on 7 tokens with a cache: its
-    recurrent states are (B, Hv, Dk, Dv), its convolution states (B, 2 Hk Dk + Hv Dv, taps),
-    its full layer's keys and values (B, Hkv, L, Dh), as HybridConfig counts them (a
-    convolution of 4 taps needs the last 3 inputs; transformers keeps 4)."""
+    """A small Qwen3-Next (3 Gated DeltaNet layers, 1 full) run in bfloat16 on 7 tokens with a
+    cache: its recurrent states are (B, Hv, Dk, Dv) in float32 (``torch_chunk_gated_delta_rule``
+    returns them so and ``LinearAttentionLayer`` keeps them so), its convolution states
+    (B, 2 Hk Dk + Hv Dv, taps) and its full layer's keys and values (B, Hkv, L, Dh) in bfloat16:
+    HybridConfig's bytes, at its defaults (4 bytes a state number, 2 for the rest), are their
+    ``nbytes``. But for one tap: transformers keeps the last 4 inputs of a convolution of 4
+    taps, of which the next token needs 3 (the 4th is pushed out before it is used); the book
+    counts 3, as serving engines keep conv_size - 1."""
     transformers = pytest.importorskip(
         "transformers", reason="transformers (requirements-parity.txt) is the reference")
     hf = transformers.Qwen3NextConfig(
@@ -164,23 +168,27 @@ def test_the_state_and_cache_are_what_a_transformers_model_keeps():
         moe_intermediate_size=8, shared_expert_intermediate_size=8, num_experts=2,
         num_experts_per_tok=1)
     torch.manual_seed(0)
-    model = transformers.Qwen3NextModel(hf).eval()
+    model = transformers.Qwen3NextModel(hf).eval().to(torch.bfloat16)
     with torch.no_grad():
         cache = model(torch.randint(0, 32, (1, 7)), use_cache=True).past_key_values
     c = HybridConfig("tiny", **_shape_of(hf, kimi=False), linear_kind="Gated DeltaNet",
                      source="", where="")
-    recurrent = conv = full = 0
+    recurrent = conv = kept = full = 0
     for layer, kind in zip(cache.layers, c.layer_types):
         if kind == "linear":
             S, x = layer.recurrent_states[0], layer.conv_states[0]
             assert S.shape == (1, 4, 8, 6) and x.shape == (1, c.conv_channels, 4)
-            recurrent += S.numel()
-            conv += x[..., 1:].numel()  # the last conv_size - 1 inputs
+            assert (S.dtype, x.dtype) == (torch.float32, torch.bfloat16)
+            recurrent += S.nbytes
+            conv += x[..., 1:].nbytes  # the last conv_size - 1 inputs
+            kept += x.nbytes  # what transformers holds: 4 taps
         else:
-            full += layer.keys.numel() + layer.values.numel()
-    assert c.state_bytes() == (recurrent + conv) * 2
-    assert c.full_cache_bytes(7) == full * 2
-    assert c.cache_bytes(7) == (recurrent + conv + full) * 2
+            assert layer.keys.dtype == layer.values.dtype == torch.bfloat16
+            full += layer.keys.nbytes + layer.values.nbytes
+    assert c.state_bytes() == recurrent + conv
+    assert c.full_cache_bytes(7) == full
+    assert c.cache_bytes(7) == recurrent + conv + full
+    assert kept == conv * 4 // 3  # transformers' 4th tap: a third more convolution
 
 
 def test_the_state_is_constant_in_the_context_and_the_cache_grows():
@@ -192,7 +200,13 @@ def test_the_state_is_constant_in_the_context_and_the_cache_grows():
             assert c.full_cache_bytes(2 * n) == 2 * c.full_cache_bytes(n) > 0
             assert c.all_full_bytes(n) * c.num_full == c.full_cache_bytes(n) * c.num_layers
         assert c.num_linear + c.num_full == c.num_layers
-        assert c.cache_bytes(10, batch_size=3, bytes_per_value=4) == 6 * c.cache_bytes(10)
+        # the cache and the convolution at 4 bytes, the state's matrices at 8: twice as much
+        assert c.cache_bytes(10, batch_size=3, bytes_per_value=4,
+                             state_bytes_per_value=8) == 6 * c.cache_bytes(10)
+        # the state's matrices are float32 by default, the cache and convolution bfloat16
+        assert c.state_bytes(state_bytes_per_value=2) < state < c.state_bytes(bytes_per_value=4)
+        assert c.full_cache_bytes(10, state_bytes_per_value=2) == c.full_cache_bytes(10)
+        assert c.all_full_bytes(10, state_bytes_per_value=2) == c.all_full_bytes(10)
 
 
 def test_qwen3_next_by_hand():
@@ -201,11 +215,28 @@ def test_qwen3_next_by_hand():
     assert c.layer_types[:4] == ("linear", "linear", "linear", "full")
     conv = 2 * 16 * 128 + 32 * 128  # the queries', keys' and values' features
     assert c.conv_channels == conv == 8192
-    per_layer = 32 * 128 * 128 + conv * 3  # 32 value heads of 128 x 128, 3 conv inputs
-    assert c.state_bytes() == 36 * per_layer * 2 == 39_518_208  # 37.69 MiB
+    # 32 value heads of 128 x 128 in float32, 3 conv inputs in bfloat16
+    per_layer = 32 * 128 * 128 * 4 + conv * 3 * 2
+    assert per_layer == 2_097_152 + 49_152
+    assert c.state_bytes() == 36 * per_layer == 77_266_944  # 73.69 MiB
+    assert c.state_bytes() / 2**20 == 73.6875
+    # in bfloat16 throughout (a serving engine's setting): half the matrices
+    assert c.state_bytes(state_bytes_per_value=2) == 36 * (32 * 128 * 128 + conv * 3) * 2
     assert c.full_cache_bytes(1) == 2 * 12 * 2 * 256 * 2 == 24 * 1024  # 24 KiB a token
-    assert c.cache_bytes(262144) == 6 * 2**30 + 39_518_208
+    assert c.cache_bytes(262144) == 6 * 2**30 + 77_266_944
     assert c.all_full_bytes(262144) == 24 * 2**30  # four times the full layers
+    assert c.state_bytes() == 3144 * c.full_cache_bytes(1)  # the cache outgrows it there
+
+
+def test_qwen3_5_by_hand():
+    c = HYBRIDS["Qwen3.5-27B"]
+    assert (c.num_linear, c.num_full, c.full_attention) == (48, 16, "GQA")
+    conv = 2 * 16 * 128 + 48 * 128
+    assert c.conv_channels == conv == 10_240
+    per_layer = 48 * 128 * 128 * 4 + conv * 3 * 2  # 3_145_728 + 61_440
+    assert c.state_bytes() == 48 * per_layer == 153_944_064
+    assert c.state_bytes() / 2**20 == 146.8125
+    assert c.full_cache_bytes(1) == 2 * 16 * 4 * 256 * 2 == 64 * 1024  # 64 KiB a token
 
 
 def test_kimi_linear_by_hand():
@@ -214,7 +245,7 @@ def test_kimi_linear_by_hand():
     assert (c.num_linear, c.num_full, c.full_attention) == (20, 7, "MLA")
     assert c.full_cache_bytes(1) == latent_cache_bytes(7, 512, 64) == 7 * 576 * 2
     assert c.conv_channels == 3 * 32 * 128
-    assert c.state_bytes() == 20 * (32 * 128 * 128 + 3 * 32 * 128 * 3) * 2
+    assert c.state_bytes() == 20 * (32 * 128 * 128 * 4 + 3 * 32 * 128 * 3 * 2)
     assert c.all_full_bytes(1000) == latent_cache_bytes(27, 512, 64, 1000)
 
 
@@ -226,24 +257,42 @@ def test_olmo_hybrids_full_layers_are_multi_head():
 
 
 def test_linear_state_bytes_is_a_states_nbytes():
-    """(B, Hv, Dk, Dv) in bfloat16, per layer, plus the convolution's inputs."""
-    S = torch.zeros(3, 4, 8, 6, dtype=torch.bfloat16)
+    """(B, Hv, Dk, Dv) in float32, per layer, plus the convolution's inputs in bfloat16."""
+    S = torch.zeros(3, 4, 8, 6, dtype=torch.float32)
     assert linear_state_bytes(1, 4, 8, 6, batch_size=3) == S.nbytes
+    x = torch.zeros(3, 56, 3, dtype=torch.bfloat16)  # 56 channels, the last 3 inputs
+    assert linear_state_bytes(1, 4, 8, 6, conv_channels=56, batch_size=3) == S.nbytes + x.nbytes
+    assert linear_state_bytes(1, 4, 8, 6, batch_size=3, state_bytes_per_value=2) == (
+        S.bfloat16().nbytes)
     assert linear_state_bytes(5, 4, 8, 6, conv_channels=56, conv_size=4, batch_size=3,
                               bytes_per_value=4) == 5 * 3 * (4 * 8 * 6 + 56 * 3) * 4
-    assert linear_state_bytes(1, 1, 1, 1, conv_channels=9, conv_size=1) == 2  # no inputs kept
+    assert linear_state_bytes(5, 4, 8, 6, conv_channels=56, batch_size=3, bytes_per_value=1,
+                              state_bytes_per_value=2) == 5 * 3 * (4 * 8 * 6 * 2 + 56 * 3)
+    assert linear_state_bytes(1, 1, 1, 1, conv_channels=9, conv_size=1) == 4  # no inputs kept
 
 
 @pytest.mark.parametrize("name, value", [("num_layers", 0), ("num_value_heads", -1),
                                          ("d_head_k", 1.5), ("d_head_v", True),
                                          ("conv_channels", -2), ("conv_size", 0),
-                                         ("batch_size", 0), ("bytes_per_value", "2")])
+                                         ("batch_size", 0), ("bytes_per_value", "2"),
+                                         ("state_bytes_per_value", 0),
+                                         ("state_bytes_per_value", 4.0)])
 def test_linear_state_bytes_bad_arguments_name_themselves(name, value):
     args = {"num_layers": 2, "num_value_heads": 4, "d_head_k": 8, "d_head_v": 8}
-    kwargs = {"conv_channels": 12, "conv_size": 4, "batch_size": 1, "bytes_per_value": 2}
+    kwargs = {"conv_channels": 12, "conv_size": 4, "batch_size": 1, "bytes_per_value": 2,
+              "state_bytes_per_value": 4}
     (args if name in args else kwargs)[name] = value
     with pytest.raises((ValueError, TypeError), match=name):
         linear_state_bytes(*args.values(), **kwargs)
+
+
+@pytest.mark.parametrize("method", ["state_bytes", "full_cache_bytes", "cache_bytes",
+                                    "all_full_bytes"])
+def test_hybrid_state_bytes_per_value_is_checked(method):
+    f = getattr(HYBRIDS["Qwen3-Next-80B-A3B"], method)
+    args = () if method == "state_bytes" else (10,)
+    with pytest.raises((ValueError, TypeError), match="state_bytes_per_value"):
+        f(*args, state_bytes_per_value=0)
 
 
 def _hybrid(**changes):

@@ -87,6 +87,7 @@ def test_the_figure_draws_the_state_and_what_it_returns(rule):
         views = s["views"]
         torch.testing.assert_close(torch.tensor(views["state"]["grids"][0]), S, atol=1e-3,
                                    rtol=0)
+        assert views["state"]["cols"] == views["returned"]["cols"] == ["v1", "v2", "v3", "v4"]
         latest = {}
         for name, j in fs.WRITES[:t + 1]:
             latest[name] = j
@@ -101,13 +102,43 @@ def test_the_figure_draws_the_state_and_what_it_returns(rule):
             err = float((want - torch.eye(4)[latest[name] - 1]).norm())
             assert math.isclose(dist[i], err, abs_tol=1e-3)
             assert (name in s["state"]["right"]) == (err < fs.RIGHT)
+            # the bars in the accent colour: the keys returned wrong
+            assert (i in views["error"]["highlight"]) == (err >= fs.RIGHT)
         # the outlines: each written key's latest value
         assert sorted(map(tuple, views["returned"]["marks"])) == sorted(
             (0, fs.KEYS.index(n), j - 1) for n, j in latest.items())
         # what the layer outputs at this token is what the state returns for its key
         name = fs.WRITES[t][0]
         torch.testing.assert_close(out, K[fs.KEYS.index(name)] @ S, atol=1e-5, rtol=0)
-        assert views["error"]["highlight"] == [fs.KEYS.index(name)]
+        assert views["error"]["highlight"] == [fs.KEYS.index(n) for n in s["state"]["wrong"]]
+
+
+def _nan(x):
+    """Nested lists with None (a NaN sent as JSON's null) as NaN."""
+    return [_nan(v) for v in x] if isinstance(x, list) else math.nan if x is None else x
+
+
+def test_what_is_drawn_has_no_round_off():
+    """Numbers under SHOWN_ZERO in size are drawn as 0 (the delta rule's distance after a
+    write is 1e-7, its state's 8e-5 at step 4); the others as computed."""
+    zeroed = 0
+    for rule in RULES:
+        for t, (S, _) in enumerate(fs.run(rule)):
+            views = fs.write_state(rule, t)["views"]
+            back, dist = fs._returned(S, t)
+            for got, want in ((views["state"]["grids"][0], S),
+                              (views["returned"]["grids"][0], back),
+                              (views["error"]["values"], dist)):
+                flat = torch.tensor(_nan(got), dtype=torch.float64).flatten()
+                want = want.double().flatten()
+                assert not ((flat != 0) & (flat.abs() < fs.SHOWN_ZERO)).any(), (rule, t)
+                tiny = want.abs() < fs.SHOWN_ZERO
+                assert (flat[tiny] == 0).all()
+                torch.testing.assert_close(flat[~tiny], want[~tiny], atol=5e-4, rtol=0,
+                                           equal_nan=True)
+                zeroed += int((tiny & (want != 0)).sum())
+    assert zeroed > 0
+    assert fs.write_state("delta rule", 0)["views"]["error"]["values"][0] == 0.0
 
 
 def test_linear_attention_is_wrong_where_the_delta_rule_is_right():
@@ -158,7 +189,7 @@ def test_the_readouts_say_what_was_written_and_how_many_keys_return_their_value(
     fig = fs.delta_state()
     s = fig.state(rule="linear attention", step=4)["readout"]
     assert s.startswith("Step 5 of 10 wrote a \u2192 3 (written before with 1: an overwrite)")
-    assert "16 numbers (32 bytes at 2 bytes a number, the same at every step)" in s
+    assert "bytes" not in s  # the state's size is in the state's caption, not each readout
     assert "right value for 3 of the 4 keys written: b, c and d; wrong for a." in s
     s = fig.state(rule="delta rule", step=0)["readout"]
     assert "returns the right value for a, the one key written. a returns (1.00, 0.00, 0.00, " \
@@ -167,6 +198,8 @@ def test_the_readouts_say_what_was_written_and_how_many_keys_return_their_value(
     assert "returns the right value for none of the 6 keys written." in s
     for state in fig.states.values():
         assert "-0.00" not in state["readout"]
+        assert state["views"]["state"]["caption"].endswith(
+            ": 4 x 4 = 16 numbers, 64 bytes in float32 at every step")
 
 
 # ----------------------------------------------------------------------------- the memory
@@ -196,7 +229,11 @@ def test_the_memory_is_the_configs_bytes():
             assert growth["marker"] == i and growth["marker_series"] == [1]
             # every layer full first, the model as built second (the accent colour), ringed
             assert [x["label"] for x in growth["series"]] == [
-                "every layer full", "as built", "Llama 3 8B (GQA)", "DeepSeek-V3 (MLA)"]
+                "every layer full", "as built", "Llama 3 8B (GQA), upper grey",
+                "DeepSeek-V3 (MLA), lower grey"]
+            # the two greys: Llama 3 8B's line is the upper one, as its label says
+            assert all(a > b for a, b in zip(growth["series"][2]["y"],
+                                             growth["series"][3]["y"]))
             for series, w in zip(growth["series"], [want[1], want[0], want[2], want[3]]):
                 assert math.isclose(series["y"][i], w / 2**30, rel_tol=1e-4)
             assert s["views"]["sizes"]["highlight"] == [0]  # as built: the accent colour
@@ -204,6 +241,8 @@ def test_the_memory_is_the_configs_bytes():
 
 
 def test_each_model_is_offered_contexts_up_to_its_own():
+    """Each state caps the context slider at the model's context, and nothing more: a new
+    model keeps the reader's context (the front end brings one past the cap down to it)."""
     fig = fs.hybrid_memory()
     for name, c in HYBRIDS.items():
         top = max(n for n in fs.CONTEXTS if n <= c.context)
@@ -211,8 +250,7 @@ def test_each_model_is_offered_contexts_up_to_its_own():
         for n in fs.CONTEXTS:
             s = fig.state(model=name, context=n)
             assert s["state"]["context"] == min(n, top)
-            assert s["limits"] == {"context": {"max": fs.CONTEXTS.index(top),
-                                               "reset": "model", "to": "max"}}
+            assert s["limits"] == {"context": {"max": fs.CONTEXTS.index(top)}}
             assert s["views"]["growth"]["x"] == [x for x in fs.CONTEXTS if x <= top]
     assert fs.CONTEXTS[0] == 4096 and fs.CONTEXTS[-1] == 2**20
     with pytest.raises(ValueError, match="at most OLMo-Hybrid-7B's 65,536"):
@@ -221,8 +259,8 @@ def test_each_model_is_offered_contexts_up_to_its_own():
 
 def test_the_plot_is_log_log_in_gib_and_the_state_flattens_the_hybrid():
     """Every full-attention line has slope 1 on log-log axes; the hybrid's is below 1 where its
-    fixed state is a large part of its memory (Kimi Linear at 4K: 21 MiB of state, 32 MiB of
-    cache) and tends to 1."""
+    fixed state is a large part of its memory (Kimi Linear at 4K: 41.4 MiB of state, 31.5 MiB
+    of cache) and tends to 1."""
     for name in HYBRIDS:
         g = fs.hybrid_state(name, 4096)["views"]["growth"]
         assert g["x_log"] and g["y_log"] and g["y_label"] == "GiB, log scale"
@@ -242,25 +280,61 @@ def test_the_plot_is_log_log_in_gib_and_the_state_flattens_the_hybrid():
 def test_the_readout_and_table_of_qwen3_next_at_its_context():
     s = fs.hybrid_state("Qwen3-Next-80B-A3B", 262144)
     r = s["readout"]
+    # the state: 36 x (32 x 128 x 128 x 4 + 3 x 8192 x 2) = 77,266,944 bytes, 73.69 MiB
     assert r.startswith("Qwen3-Next-80B-A3B at 262,144 tokens (its full context): its 36 "
-                        "linear-attention layers (Gated DeltaNet) hold a state of 37.7 MiB")
+                        "linear-attention layers (Gated DeltaNet) hold a state of 73.7 MiB "
+                        "whatever the context (32 value heads x 128 x 128 = 524,288 numbers a "
+                        "layer in float32, 4 bytes a number as transformers keeps them, and the "
+                        "convolution's last 3 inputs at 2 bytes)")
     assert "its 12 full-attention layers (GQA, 2 kv heads of 256) cache 6.00 GiB (24 KiB a " \
-           "token)" in r
-    assert "Together 6.04 GiB, 0.252 of the 24.00 GiB of every layer full attention" in r
-    assert "Llama 3 8B's shape (GQA) would cache 32.00 GiB, DeepSeek-V3's (MLA) 17.16 GiB" in r
+           "token, 2 bytes a number)" in r
+    # (6 GiB + 73.69 MiB) / 24 GiB = 0.2530
+    assert "Together 6.07 GiB, 25 % of the 24.00 GiB of every layer full attention" in r
+    assert "Llama 3 8B's shape (GQA) would cache 32.00 GiB, DeepSeek-V3's (MLA) 17.16 GiB." in r
+    assert "lies on" not in r
     rows = dict(s["views"]["layers"]["rows"])
     assert rows["linear layers"] == "36 (Gated DeltaNet)"
     assert rows["full layers"] == "12 (GQA, 2 kv heads of 256)"
-    assert rows["state of the linear layers"] == "37.7 MiB"
-    assert rows["as built / every layer full"] == "0.252"
+    assert rows["state of the linear layers"] == "73.7 MiB"
+    assert rows["total, as built"] == "6.07 GiB"
+    assert rows["as built / every layer full"] == "25 %"
+    assert s["views"]["layers"]["caption"] == (
+        "The state in float32 (4 bytes a number, as transformers keeps it); the cache and the "
+        "convolution's inputs at 2 bytes (bfloat16)")
+    qwen35 = fs.hybrid_state("Qwen3.5-27B", 262144)  # 48 x (48 x 128^2 x 4 + 3 x 10240 x 2)
+    assert qwen35["state"]["state_bytes"] == 153_944_064
+    assert "hold a state of 146.8 MiB" in qwen35["readout"]
     kimi = fs.hybrid_state("Kimi-Linear-48B-A3B", 4096)
-    assert kimi["state"]["unit"] == "MiB" and "(7.88 KiB a token)" in kimi["readout"]
+    assert kimi["state"]["unit"] == "MiB" and "(7.88 KiB a token, 2 bytes" in kimi["readout"]
     assert dict(kimi["views"]["layers"]["rows"])["full layers"] == (
         "7 (MLA, latent 512 + rotary key 64)")
 
 
-@pytest.mark.parametrize("n, text", [(39_518_208, "37.7 MiB"), (2**30, "1.00 GiB"),
-                                     (6 * 2**30 + 39_518_208, "6.04 GiB"),
+def test_olmo_hybrids_line_lies_on_llama_3_8bs():
+    """OLMo Hybrid's 8 full layers are MHA with 30 key/value heads: 61,440 numbers a token,
+    against Llama 3 8B's 65,536 (and its state is 52.2 MiB): the readout says the two lines
+    lie together, at every context, and for no other model."""
+    for n in (4096, 65536):
+        r = fs.hybrid_state("OLMo-Hybrid-7B", n)["readout"]
+        assert r.endswith("its 8 full layers are multi-head attention with 30 key/value "
+                          "heads, 8 x 2 x 30 x 128 = 61,440 numbers a token, against Llama 3 "
+                          "8B's 32 x 2 x 8 x 128 = 65,536.")
+    assert "Its line lies on Llama 3 8B's (within 4 % of it)" in fs.hybrid_state(
+        "OLMo-Hybrid-7B", 4096)["readout"]  # 532.2 MiB against 512 MiB
+    assert "Its line lies on Llama 3 8B's (within 6 % of it)" in fs.hybrid_state(
+        "OLMo-Hybrid-7B", 65536)["readout"]  # 7.55 GiB against 8 GiB
+    for name, c in HYBRIDS.items():
+        for n in fs.CONTEXTS:
+            if n > c.context:
+                continue
+            s = fs.hybrid_state(name, n)
+            a, llama = s["state"]["bytes"][0], s["state"]["bytes"][2]
+            assert ("lies on Llama 3 8B's" in s["readout"]) == (abs(a / llama - 1) <= 0.1)
+            assert ("lies on" in s["readout"]) == (name == "OLMo-Hybrid-7B")
+
+
+@pytest.mark.parametrize("n, text", [(77_266_944, "73.7 MiB"), (2**30, "1.00 GiB"),
+                                     (6 * 2**30 + 77_266_944, "6.07 GiB"),
                                      (17.15625 * 2**30, "17.16 GiB"),
                                      (68.625 * 2**30, "68.63 GiB"),  # as the bars write it
                                      (2**40, "1,024.00 GiB")])

@@ -82,6 +82,9 @@ NOT_COMPUTED = {
         3.35: "H100 SXM memory bandwidth, NVIDIA's H100 datasheet",
         2.5: "PyTorch version from which the kernel table holds (torch.nn.attention docs)",
     },
+    "15": {
+        3.1: "the model name Llama 3.1 8B (Grattafiori et al. 2024), the shape of Llama 3 8B",
+    },
 }
 
 

@@ -7,8 +7,10 @@ picture from the keyboard, and the numbers drawn equal the package's to 1e-3: th
 each write (``mha.delta_rule_step``, ``mha.linear_attention``), what it returns for each key
 (S^T k) and how far that is from the key's value; the memory in bytes
 (``mha.configs.HybridConfig.cache_bytes``, ``all_full_bytes``, Llama 3 8B's
-``ModelConfig.cache_bytes``, DeepSeek-V3's ``latent_cache_bytes``). The context slider stops at
-each model's own context, also after a tap on a phone. On the built book
+``ModelConfig.cache_bytes``, DeepSeek-V3's ``latent_cache_bytes``). The numbers a heatmap or
+bar draws as 0 are those under ``fs.SHOWN_ZERO`` (round-off). The context slider stops at each
+model's own context, also after a tap on a phone, and a new model keeps the reader's context
+(brought down to the model's own where it is past it). On the built book
 (``chapters/15_fixed_size_memory.html``, found by ``page_with``): the same on the page that holds
 them. (axe, a phone's width, touch targets and layout, for every figure: test_every_figure.py.)
 """
@@ -43,13 +45,14 @@ MODEL_NAMES = list(HYBRIDS)
 
 def check_delta(root):
     """The numbers drawn are the rule's state after this write, S^T k for every key written
-    (none for the others) and the distances from their values."""
+    (none for the others) and the distances from their values, round-off drawn as 0."""
     v = values(root)
     rule, step = v["rule"], v["step"]
     S, _ = fs.run(rule)[step]
+    assert same(drawn(root, "state"), [fs.shown(S).tolist()]), v
     assert same(drawn(root, "state"), [S.tolist()]), v
     written = {name for name, _ in fs.WRITES[:step + 1]}
-    back = (fs.keys() @ S).tolist()  # row i: S^T k_i
+    back = fs.shown(fs.keys() @ S).tolist()  # row i: S^T k_i
     want = [row if name in written else [None] * fs.D for name, row in zip(fs.KEYS, back)]
     assert same(drawn(root, "returned"), [want]), v
     dist = fs.write_state(rule, step)["views"]["error"]["values"]
@@ -124,11 +127,11 @@ def picture_memory(root):
 
 
 def move_memory(page, root):
-    """From the start (Qwen3-Next at its 262,144 tokens): a new model moves the slider to its
-    own context."""
+    """From the start (Qwen3-Next at its 262,144 tokens): a new model keeps the context (4,096
+    from Qwen3.5 to OLMo Hybrid, 65,536 from OLMo Hybrid to Kimi Linear)."""
     times = []
     for knob, key in (("context", "ArrowLeft"), ("model", "ArrowDown"), ("context", "Home"),
-                      ("model", "End"), ("context", "ArrowLeft"), ("model", "ArrowUp"),
+                      ("model", "End"), ("context", "End"), ("model", "ArrowUp"),
                       ("context", "ArrowLeft"), ("model", "Home")):
         before = picture_memory(root)
         times.append(press(page, root, knob, key))
@@ -169,7 +172,7 @@ def test_hybrid_memory_draws_the_configs_bytes(page):
     root = show(page, fs.hybrid_memory())
     v = check_memory(root)
     assert (v["model"], v["context"], v["unit"]) == ("Qwen3-Next-80B-A3B", 262144, "GiB")
-    assert same(drawn(root, "sizes"), [6 + 39_518_208 / 2**30, 24, 32, 17.15625])
+    assert same(drawn(root, "sizes"), [6 + 77_266_944 / 2**30, 24, 32, 17.15625])
     times = move_memory(page, root)
     assert not page.errors, page.errors
     print(f"\nchapter 15 hybrid memory, key press to picture (no build): {timing(times)}; "
@@ -178,18 +181,20 @@ def test_hybrid_memory_draws_the_configs_bytes(page):
 
 def test_the_context_slider_stops_at_each_models_context(page):
     """Kimi Linear at 1M tokens, then OLMo Hybrid: the slider's end moves to 65,536 and the
-    value with it; Qwen3.5: 262,144; back to Kimi Linear, the end is 1M again and the slider
-    goes there. At 4K tokens Kimi Linear's bars are in MiB (the largest, Llama 3 8B's shape, is
-    512 MiB)."""
+    value with it; Qwen3.5 (its end 262,144) and back to Kimi Linear (1M again) keep the 65,536
+    tokens; the slider then goes to Kimi Linear's end. At 4K tokens Kimi Linear's bars are in
+    MiB (the largest, Llama 3 8B's shape, is 512 MiB)."""
     root = show(page, fs.hybrid_memory(model="Kimi-Linear-48B-A3B", context=2**20))
     assert check_memory(root)["context"] == 2**20
     model = root.locator('[data-knob="model"]')
-    for name, context in (("OLMo-Hybrid-7B", 65536), ("Qwen3.5-27B", 262144),
-                          ("Kimi-Linear-48B-A3B", 2**20)):
+    for name, context in (("OLMo-Hybrid-7B", 65536), ("Qwen3.5-27B", 65536),
+                          ("Kimi-Linear-48B-A3B", 65536)):
         model.select_option(str(MODEL_NAMES.index(name)))
         page.wait_for_function("([el, m]) => JSON.parse(el.dataset.state).model === m",
                                arg=[root.element_handle(), name], timeout=5_000)
         assert check_memory(root)["context"] == context
+    press(page, root, "context", "End")
+    assert check_memory(root)["context"] == 2**20
     press(page, root, "context", "Home")
     v = check_memory(root)
     assert v["context"] == 4096 and v["unit"] == "MiB"
