@@ -38,6 +38,7 @@ CHAPTER = ROOT / "chapters" / "07_attention_explorer.ipynb"
 CHAPTER_02 = ROOT / "chapters" / "02_scaled_dot_product.ipynb"
 CHAPTER_10 = ROOT / "chapters" / "10_heads_on_text.ipynb"
 CHAPTER_14 = ROOT / "chapters" / "14_modern_attention.ipynb"
+CHAPTER_15 = ROOT / "chapters" / "15_fixed_size_memory.ipynb"
 TOKEN = "mha-live-lab-test"
 # JupyterLab's settings for the book (`make lab`)
 LAB_SETTINGS = ROOT / "lab-settings"
@@ -62,6 +63,7 @@ def lab(tmp_path):
     shutil.copy(CHAPTER_02, work / CHAPTER_02.name)
     shutil.copy(CHAPTER_10, work / CHAPTER_10.name)
     shutil.copy(CHAPTER_14, work / CHAPTER_14.name)
+    shutil.copy(CHAPTER_15, work / CHAPTER_15.name)
     port = free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
@@ -368,6 +370,53 @@ def test_chapter_14_figures_move_in_jupyterlab(browser, lab):
             expected.shape), expected, atol=2e-3, rtol=0)
         assert "73.1% on the sink" in sink.inner_text()
         bar_stays_beside_its_view(page, sink, "sink", "shares")
+        assert not outside, f"requests outside localhost: {outside}"
+    finally:
+        context.close()
+
+
+def test_chapter_15_figures_move_in_jupyterlab(browser, lab):
+    """Chapter 15 run in Lab: the rule select and the step of the state figure redraw the
+    package's state (``mha.delta_rule_step`` through the figure's ``run``), and the model select
+    of the memory figure keeps the chosen context and shows the configuration's bytes."""
+    import torch
+
+    from mha.configs import HYBRIDS
+    from mha_book.figures import fixed_state
+
+    context, page, outside = local_page(browser)
+    try:
+        root = open_figure(page, lab, CHAPTER_15, "delta-state")
+        rule = root.locator('[data-knob="rule"]')
+        rule.scroll_into_view_if_needed()
+        rule.select_option(str(list(fixed_state.RULES).index("linear attention")))
+        step = root.locator('[data-knob="step"]')
+        set_slider(step, 4)  # write 5: a written again, with 3
+        page.wait_for_function(
+            "el => { const s = JSON.parse(el.dataset.state);"
+            " return s.rule === 'linear attention' && s.step === 4; }",
+            arg=root.element_handle(), timeout=10_000)
+        drawn = json.loads(root.locator('canvas[data-view="state"]')
+                           .get_attribute("data-values"))
+        expected = fixed_state.run("linear attention")[4][0]
+        torch.testing.assert_close(torch.tensor(drawn, dtype=torch.float32).reshape(
+            expected.shape), expected, atol=1e-3, rtol=0)
+        assert "an overwrite" in root.inner_text()
+
+        memory = page.locator('.mha-live[data-figure="hybrid-memory"]').first
+        knob = memory.locator('[data-knob="context"]')
+        knob.scroll_into_view_if_needed()
+        set_slider(knob, fixed_state.CONTEXTS.index(32768))
+        names = list(HYBRIDS)
+        memory.locator('[data-knob="model"]').select_option(
+            str(names.index("OLMo-Hybrid-7B")))
+        page.wait_for_function(
+            "el => { const s = JSON.parse(el.dataset.state);"
+            " return s.model === 'OLMo-Hybrid-7B' && s.context === 32768; }",
+            arg=memory.element_handle(), timeout=10_000)
+        state = json.loads(memory.get_attribute("data-state"))
+        assert state["bytes"][0] == HYBRIDS["OLMo-Hybrid-7B"].cache_bytes(32768)
+        assert "lies on Llama 3 8B" in memory.inner_text()
         assert not outside, f"requests outside localhost: {outside}"
     finally:
         context.close()
