@@ -16,6 +16,7 @@ from .blockwise import blockwise_attention, online_softmax_step
 from .cache import KVCache
 from .device import device
 from .fixed_state import delta_rule, delta_rule_step, gated_delta_rule, linear_attention
+from .flex import flex_attention, flex_available
 from .functional import (
     masked_softmax,
     merge_heads,
@@ -30,9 +31,11 @@ from .latent import LatentAttention
 from .layer import MultiHeadAttention
 from .loop import MultiHeadAttentionLoop
 from .masks import causal_mask, convert_mask, valid_lens_to_mask
+from .paged import PagedKVCache, paged_attention
 from .positions import sinusoidal_positions
 from .record import record_attention
 from .relative import RelativeMultiHeadAttention
+from .rope_scaling import rope_frequencies
 from .rotary import RotaryMultiHeadAttention, apply_rope
 
 __all__ = [
@@ -46,6 +49,8 @@ __all__ = [
     "delta_rule",
     "delta_rule_step",
     "device",
+    "flex_attention",
+    "flex_available",
     "gated_delta_rule",
     "GatedDeltaNet",
     "head_gates",
@@ -60,11 +65,14 @@ __all__ = [
     "MultiHeadAttention",
     "MultiHeadAttentionLoop",
     "online_softmax_step",
+    "PagedKVCache",
+    "paged_attention",
     "peak_memory",
     "prune_heads",
     "record_attention",
     "RecurrentState",
     "RelativeMultiHeadAttention",
+    "rope_frequencies",
     "RotaryMultiHeadAttention",
     "save_html",
     "scaled_dot_product_attention",

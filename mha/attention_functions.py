@@ -46,8 +46,10 @@ from .masks import _causal_mask
 __all__ = ["ATTENTION_FUNCTIONS", "attention_function", "eager", "register",
            "sdpa"]
 
-# enable_gqa (key/value heads shared by groups of query heads, without
-# copies) came in torch 2.5; a TorchVersion compares as a version, not text
+# enable_gqa (key/value heads shared by groups of query heads) came in
+# torch 2.5; the kernels that support it read them without copies (CPU
+# flash; CUDA flash, which refuses masks and float32), others copy them
+# (CUDA's math fallback); a TorchVersion compares as a version, not text
 SDPA_HAS_GQA = torch.__version__ >= "2.5"
 
 #: name -> attention function; ``register`` adds to it
@@ -99,7 +101,8 @@ def _shared_head(x):
 def sdpa(q, k, v, mask=None, *, is_causal=False, scale=None, dropout_p=0.0):
     """``F.scaled_dot_product_attention`` on q (B, H, Lq, Dk), k (B, Hkv, Lk,
     Dk), v (B, Hkv, Lk, Dv) -> (B, H, Lq, Dv), without the (Lq, Lk) weights;
-    key/value heads shared through ``enable_gqa``, never copied.
+    key/value heads shared through ``enable_gqa`` (PyTorch copies them only
+    in a kernel without grouped-query support, e.g. CUDA's math fallback).
 
     A query row that ``mask`` (bool, True = may attend) leaves without any
     key gives zeros: it is allowed every key for the kernel (no NaN, finite

@@ -138,7 +138,8 @@ def sink_fused_attention(q, k, v, sinks, allowed=None, causal=False, scale=1.0, 
     is 0 everywhere but a 1 there: its score is (s_h / scale) * 1 * scale = s_h, the real scores
     are unchanged, and its zero value adds nothing to the output. The extra key is shared by all
     heads (the per-head logit sits in the queries), so grouped-query attention still shares its
-    keys without copies. Features are padded with zeros to a multiple of 8 (GPU kernels like
+    keys through ``enable_gqa`` (whether the kernel then copies them is PyTorch's choice: the
+    CPU flash kernel does not; on CUDA, with this bool mask, the math fallback does). Features are padded with zeros to a multiple of 8 (GPU kernels like
     that), values too (a kernel wants one feature size), and the output sliced back. The mask
     gains an always-True column, so SDPA runs with a bool mask rather than ``is_causal``. Extra
     memory: O(Lk Dh), never O(Lq Lk) per head.

@@ -5,7 +5,7 @@ relative distances where delta = max_relative_position (the book's Delta; K is t
 keys; see ``mha.functional``).
 
 Query i and key j are d = clip(j - i, -delta, delta) apart (key minus query). Two learned tables of shape (R, Dh), shared
-by all heads, give a^K_ij and a^V_ij for that distance, and (eq. 3-5 of the paper)
+by all heads, give a^K_ij and a^V_ij for that distance, and (eqs. 3 and 4 of the paper)
 
     e_ij = q_i . (k_j + a^K_ij) / sqrt(Dh),    z_i = sum_j softmax_j(e_ij) (v_j + a^V_ij).
 

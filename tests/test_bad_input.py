@@ -611,6 +611,51 @@ def _():
     )
 
 
+@register("rope_frequencies / apply_rope / RotaryMultiHeadAttention: rope_dim, scaling, temperature")
+def _():
+    from mha.rope_scaling import rope_frequencies
+
+    bad_rope_dim = st.one_of(st.sampled_from([1, 3, 5, 10, 12, -2, -4]), NOT_AN_INT)
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+    bad_scaling = st.sampled_from([
+        "yarn", 4.0, ["yarn"], {"factor": 4.0}, {"type": "yarn", "factor": 4.0},
+        {"rope_type": "dynamic", "factor": 4.0}, {"rope_type": "longrope"}, {"rope_type": 3},
+        {"rope_type": "linear"}, {"rope_type": "yarn", "factor": 4.0},
+        {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0},
+        {"rope_type": "linear", "factor": 2.0, "beta_fast": 32},
+        {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e6},
+        {"rope_type": "linear", "factor": 0.5}, {"rope_type": "linear", "factor": "8"},
+        {"rope_type": "linear", "factor": float("nan")},
+        {**yarn, "original_max_position_embeddings": 0},
+        {**yarn, "beta_fast": 1.0, "beta_slow": 2.0}, {**yarn, "mscale": 1.0},
+        {**yarn, "attention_factor": -1.0}, {**yarn, "truncate": 1},
+        {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0,
+         "original_max_position_embeddings": 8192},
+    ])
+    bad_temperature = st.sampled_from([4, "ab", (4,), (4, 0.1, 2), [None, 0.1], (0, 0.1),
+                                       (-8192, 0.1), (4, float("nan")), (4, "0.1"),
+                                       {"floor_scale": 4, "attn_scale": 0.1}])
+    return st.one_of(
+        bad_rope_dim.map(lambda r: ((lambda: mha.apply_rope(t(2, 5, 8), rope_dim=r)),
+                                    "rope_dim")),
+        bad_rope_dim.filter(lambda r: r not in (10, 12)).map(
+            lambda r: ((lambda: rope_frequencies(r)), "rope_dim")),
+        st.sampled_from([0.5, -1.0, float("inf"), "10000"]).map(
+            lambda b: ((lambda: rope_frequencies(8, base=b)), "base")),
+        bad_scaling.map(lambda c: ((lambda: rope_frequencies(8, scaling=c)), "scaling")),
+        bad_scaling.map(lambda c: ((lambda: mha.apply_rope(t(2, 5, 8), scaling=c)), "scaling")),
+        st.one_of(bad_rope_dim.filter(lambda r: r != 0), st.just(6)).map(lambda r: (
+            (lambda: mha.RotaryMultiHeadAttention(8, 2, rope_dim=r)), "rope_dim")),
+        bad_scaling.map(lambda c: (
+            (lambda: mha.RotaryMultiHeadAttention(8, 2, scaling=c)), "scaling")),
+        st.just(((lambda: mha.RotaryMultiHeadAttention(8, 2, rope_dim=0, scaling=yarn)),
+                 "scaling")),
+        bad_temperature.map(lambda c: (
+            (lambda: mha.RotaryMultiHeadAttention(8, 2, temperature_tuning=c)),
+            "temperature_tuning")),
+    )
+
+
 @register("load_language_model / LanguageModel")
 def _():
     lm = mha_book.load_language_model()
@@ -752,6 +797,131 @@ def _():
                                                                    d_head_v=4)), "d_head_k")),
         BAD_POSITIVE_INT.map(lambda h: ((lambda: mha.KimiDeltaAttention(8, 2, 4, conv_size=h)),
                                         "conv_size")),
+    )
+
+
+@register("flex_attention / flex_available")
+def _():
+    from mha import flex
+
+    q, kv = t(2, 4, 5, 8), t(2, 2, 5, 8)
+
+    def attend(**bad):
+        args = {"q": q, "k": kv, "v": kv, **bad}
+        return flex.flex_attention(args.pop("q"), args.pop("k"), args.pop("v"), **args)
+
+    return st.one_of(
+        st.sampled_from(["q", "k", "v"]).flatmap(lambda name: not_a_tensor((2, 4, 5, 8)).map(
+            lambda x: ((lambda: attend(**{name: x})), name))),
+        st.sampled_from(["q", "k", "v"]).flatmap(lambda name: INT_DTYPES.map(
+            lambda d: ((lambda: attend(**{name: t(2, 2, 5, 8, dtype=d)})), name))),
+        st.sampled_from([("q", (4, 5, 8)), ("k", (2, 3, 5, 8)), ("k", (2, 2, 5, 6)),
+                         ("k", (1, 2, 5, 8)), ("v", (2, 2, 4, 8))]).map(
+            lambda case: ((lambda: attend(**{case[0]: t(*case[1])})), case[0])),
+        OTHER_FLOAT.map(lambda d: ((lambda: attend(k=t(2, 2, 5, 8, dtype=d))), "k")),
+        st.sampled_from(["mask_mod", "score_mod"]).flatmap(lambda name: st.sampled_from(
+            [3, "causal", torch.ones(2)]).map(lambda m: ((lambda: attend(**{name: m})), name))),
+        st.sampled_from([t(3), t(4, 1), t(4, dtype=torch.long), [0.0] * 4]).map(
+            lambda x: ((lambda: attend(sinks=x)), "sinks")),
+        BAD_SCALE.map(lambda x: ((lambda: attend(scale=x)), "scale")),
+        BAD_POSITIVE_INT.map(lambda b: ((lambda: attend(block_size=b)), "block_size")),
+        NOT_A_BOOL.map(lambda c: ((lambda: attend(compile=c)), "compile")),
+        st.just(((lambda: attend(sinks=t(4), compile=True)), "sinks")),
+        st.just(((lambda: attend(mask_mod=flex.document_mask(
+            torch.zeros(5, dtype=torch.long, device=META)))), "document_ids")),
+    )
+
+
+@register("flex masks: causal / sliding_window / document_mask / and_masks / dense_mask")
+def _():
+    from mha import flex
+
+    return st.one_of(
+        st.one_of(NOT_AN_INT, st.integers(max_value=-1)).map(
+            lambda o: ((lambda: flex.causal(offset=o)), "offset")),
+        BAD_POSITIVE_INT.map(lambda w: ((lambda: flex.sliding_window(w)), "window")),
+        st.sampled_from([t(5), t(5, dtype=torch.bool), t(2, 2, 5, dtype=torch.long),
+                         torch.zeros(0, dtype=torch.long), "0011"]).map(
+            lambda ids: ((lambda: flex.document_mask(ids)), "document_ids")),
+        NOT_A_BOOL.map(lambda c: ((lambda: flex.document_mask(
+            torch.zeros(5, dtype=torch.long), causal=c)), "causal")),
+        st.sampled_from([(), (flex.causal(), 3), ("causal",)]).map(
+            lambda mods: ((lambda: flex.and_masks(*mods)), "mask_mods")),
+        st.sampled_from(["num_queries", "num_keys", "batch_size", "num_heads"]).flatmap(
+            lambda name: BAD_POSITIVE_INT.map(lambda n: ((lambda: flex.dense_mask(
+                flex.causal(), **{"num_queries": 4, "num_keys": 4, name: n})), name))),
+        st.just(((lambda: flex.dense_mask(None, 4, 4)), "mask_mod")),
+    )
+
+
+@register("flex scores: soft_cap / alibi / alibi_slopes")
+def _():
+    from mha import flex
+
+    return st.one_of(
+        st.one_of(st.sampled_from([0, -1.5, float("nan"), float("inf"), "50", None])).map(
+            lambda c: ((lambda: flex.soft_cap(c)), "cap")),
+        BAD_POSITIVE_INT.map(lambda h: ((lambda: flex.alibi(h)), "num_heads")),
+        BAD_POSITIVE_INT.map(lambda h: ((lambda: flex.alibi_slopes(h)), "num_heads")),
+        st.sampled_from([3, "no-such-device"]).map(
+            lambda d: ((lambda: flex.alibi(4, device=d)), "device")),
+    )
+
+
+@register("paged: PagedKVCache / PagedSequence / paged_attention")
+def _():
+    from mha.paged import PagedKVCache, paged_attention
+
+    def pool(**bad):
+        args = {"num_blocks": 4, "block_size": 2, "num_kv_heads": 2, "d_head": 4, **bad}
+        return PagedKVCache(args.pop("num_blocks"), args.pop("block_size"),
+                            args.pop("num_kv_heads"), args.pop("d_head"), **args)
+
+    def filled():
+        cache = pool()
+        cache.append("a", t(2, 3, 4), t(2, 3, 4))
+        return cache
+
+    def append(seq_id="a", **bad):
+        args = {"k": t(2, 1, 4), "v": t(2, 1, 4), **bad}
+        return pool().append(seq_id, args["k"], args["v"])
+
+    def attend(**bad):
+        args = {"q": t(1, 4, 1, 4), "cache": filled(), "seq_ids": ["a"], **bad}
+        return paged_attention(args.pop("q"), args.pop("cache"), args.pop("seq_ids"), **args)
+
+    return st.one_of(
+        st.sampled_from(["num_blocks", "block_size", "num_kv_heads", "d_head"]).flatmap(
+            lambda name: BAD_POSITIVE_INT.map(lambda n: ((lambda: pool(**{name: n})), name))),
+        st.sampled_from([torch.int64, torch.bool, "float32", 3]).map(
+            lambda d: ((lambda: pool(dtype=d)), "dtype")),
+        st.sampled_from([3, "no-such-device"]).map(lambda d: ((lambda: pool(device=d)),
+                                                               "device")),
+        st.sampled_from([1.5, None, True, torch.tensor(0), ("a",)]).map(
+            lambda s: ((lambda: append(seq_id=s)), "seq_id")),
+        st.sampled_from(["k", "v"]).flatmap(lambda name: st.one_of(
+            not_a_tensor((2, 1, 4)).map(lambda x: ((lambda: append(**{name: x})), name)),
+            st.sampled_from([(1, 2, 1, 4), (3, 1, 4), (2, 1, 5), (2, 4)]).map(
+                lambda shape: ((lambda: append(**{name: t(*shape)})), name)),
+            OTHER_FLOAT.map(lambda d: ((lambda: append(**{name: t(2, 1, 4, dtype=d)})), name)),
+            st.just(((lambda: append(**{name: t(2, 1, 4, device=META)})), name)),
+            st.just(((lambda: append(**{name: t(2, 1, 4).requires_grad_()})), name)))),
+        st.just(((lambda: append(v=t(2, 2, 4))), "v")),
+        st.sampled_from(["b", 0]).flatmap(lambda s: st.sampled_from(["free", "gather"]).map(
+            lambda m: ((lambda: getattr(filled(), m)(s)), "seq_id"))),
+        st.sampled_from([(2, 2, 1, 4), (1, 2, 4, 1, 4)]).map(lambda shape: (
+            (lambda: filled().sequence("a").append(t(*shape), t(*shape))), "k")),
+        st.sampled_from([None, "cache", mha.KVCache()]).map(
+            lambda c: ((lambda: attend(cache=c)), "cache")),
+        st.one_of(not_a_tensor((1, 4, 1, 4)), st.sampled_from(
+            [t(4, 1, 4), t(1, 3, 1, 4), t(1, 4, 1, 5), t(1, 4, 1, 4, dtype=torch.float64),
+             t(1, 4, 1, 4, device=META), t(1, 4, 1, 4, dtype=torch.long)])).map(
+            lambda q: ((lambda: attend(q=q)), "q")),
+        st.sampled_from(["a", 0, None, ["a", "a"], []]).map(
+            lambda ids: ((lambda: attend(seq_ids=ids)), "seq_ids")),
+        st.just(((lambda: attend(seq_ids=["b"])), "seq_id")),
+        st.just(((lambda: attend(q=t(1, 4, 4, 4))), "seq_ids")),
+        BAD_SCALE.map(lambda x: ((lambda: attend(scale=x)), "scale")),
     )
 
 

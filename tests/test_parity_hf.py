@@ -385,3 +385,272 @@ def test_parity_modules_are_not_in_mha():
     for norm in (rotary.q_norm, rotary.k_norm, latent.q_norm, latent.kv_norm):
         assert type(norm) is nn.RMSNorm, type(norm)
         assert type(norm).__module__.startswith("torch."), type(norm).__module__
+
+
+# --- Positions as 2026's models use them: partial rotation, longer contexts, NoPE ---------------
+#
+# - ``RotaryMultiHeadAttention(qk_norm=True, gate=True, rope_dim=R)``: ``Qwen3NextAttention``
+#   with ``partial_rotary_factor`` R / Dh (and with YaRN on top);
+# - ``mha.rope_scaling.rope_frequencies``: ``ROPE_INIT_FUNCTIONS["yarn" | "llama3" | "linear"]``
+#   on the configurations of released models, and ``RotaryMultiHeadAttention(scaling=yarn)``:
+#   ``Qwen3Attention`` with YaRN ``rope_parameters``, at positions past the original context;
+# - ``RotaryMultiHeadAttention(rope_dim=0, temperature_tuning=...)``: a NoPE layer of Llama 4
+#   (``Llama4TextAttention``, ``attn_temperature_tuning``), and its RoPE layer
+#   (``interleaved=True``, ``qk_norm``, ``scaling=llama3``);
+# - Gemma 3's two bases (``rope_local_base_freq`` for sliding layers, ``rope_theta`` with linear
+#   scaling for global ones): one ``RotaryMultiHeadAttention(base=...)`` per layer type against
+#   ``Gemma3RotaryEmbedding``'s cos and sin.
+
+
+def copy_projections(layer, hf, names=("q", "k", "v", "o")):
+    for name in names:
+        copy_linear(getattr(layer, f"W_{name}"), getattr(hf, f"{name}_proj"))
+
+
+def decode_one_by_one(layer, x):
+    """mha's layer, one token at a time with a KVCache: (B, L, D)."""
+    cache, outs = mha.KVCache(), []
+    with torch.no_grad():
+        for t in range(x.size(1)):
+            outs.append(layer(x[:, t:t + 1], is_causal=True, cache=cache)[0])
+    return torch.cat(outs, dim=1)
+
+
+QWEN3_NEXT_YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4}
+
+
+@pytest.mark.parametrize("partial", [0.25, 0.5])
+@pytest.mark.parametrize("scaling", [None, QWEN3_NEXT_YARN])
+def test_partial_rotation_matches_qwen3_next(partial, scaling):
+    # What differs between Qwen3NextAttention and mha's layer, all in how the weights are laid
+    # out, none in the function: (1) q_proj packs each head's query and gate rows together,
+    # (H, [query | gate], Dh) rows, where mha has W_q and W_g; (2) its RMSNorm gains are
+    # zero-centred, the norm scales by (1 + weight), nn.RMSNorm by weight; (3) with
+    # partial_rotary_factor = R / Dh it rotates the first R features of each head, rotate-half
+    # pairs (j, j + R/2) within them, frequencies base ** (-2j / R) (its rotary embedding uses
+    # dim = int(head_dim * partial_rotary_factor)), and passes the other Dh - R through:
+    # mha's rope_dim=R. With YaRN, cos and sin (R/2 frequencies, duplicated) carry the
+    # attention factor, so only the rotated features are scaled by it, never the others.
+    rope_dim = int(DH * partial)
+    params = {**ROPE, "partial_rotary_factor": partial, **(scaling or {})}
+    config = Qwen3NextConfig(**COMMON, num_key_value_heads=HKV, head_dim=DH,
+                             rope_parameters=params, layer_types=["full_attention"],
+                             max_position_embeddings=16)  # 4 x the original 4 with YaRN
+    hf = randomize(Qwen3NextAttention(config, layer_idx=0))
+    layer = mha.RotaryMultiHeadAttention(D, H, num_kv_heads=HKV, qk_norm=True, gate=True,
+                                         rope_dim=rope_dim, scaling=scaling).eval()
+    rows = hf.q_proj.weight.view(H, 2, DH, D)  # (H, query|gate, Dh, D)
+    copy_(layer.W_q.weight, rows[:, 0].reshape(H * DH, D))
+    copy_(layer.W_g.weight, rows[:, 1].reshape(H * DH, D))
+    copy_projections(layer, hf, ("k", "v", "o"))
+    copy_(layer.q_norm.weight, 1 + hf.q_norm.weight)
+    copy_(layer.k_norm.weight, 1 + hf.k_norm.weight)
+    cos, _ = Qwen3NextRotaryEmbedding(config)(*inputs())
+    assert cos.size(-1) == rope_dim  # HF rotates rope_dim features too
+    x, positions = inputs()
+    want, want_weights = hf_run(hf, Qwen3NextRotaryEmbedding, config, x, positions)
+    check_both_paths(layer, x, want, want_weights)
+    torch.testing.assert_close(decode_one_by_one(layer, x), want, **TOL)
+
+
+def hf_frequencies(rope_type, head_dim, base, params, *, partial=1.0, max_positions=131072):
+    """HF's (inv_freq, attention_factor) for these rope_parameters."""
+    from transformers import LlamaConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    rope = {"rope_type": rope_type, "rope_theta": base, **params}
+    if partial != 1.0:
+        rope["partial_rotary_factor"] = partial
+    config = LlamaConfig(hidden_size=2 * head_dim, num_attention_heads=2, head_dim=head_dim,
+                         num_hidden_layers=1, max_position_embeddings=max_positions,
+                         rope_parameters=rope)
+    return ROPE_INIT_FUNCTIONS[rope_type](config)
+
+
+FREQUENCY_CASES = {  # name: (rope_type, head_dim, base, params, partial_rotary_factor)
+    "gpt-oss yarn": ("yarn", 64, 150000.0, {"factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                            "original_max_position_embeddings": 4096,
+                                            "truncate": False}, 1.0),
+    "DeepSeek-V3 yarn (mscale 1/1)": ("yarn", 64, 10000.0, {
+        "factor": 40.0, "original_max_position_embeddings": 4096, "beta_fast": 32,
+        "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}, 1.0),
+    "mscale 0.707/1": ("yarn", 64, 10000.0, {"factor": 40.0, "mscale": 0.707,
+                                             "mscale_all_dim": 1.0,
+                                             "original_max_position_embeddings": 4096}, 1.0),
+    "Qwen3 yarn": ("yarn", 128, 1e6, {"factor": 4.0,
+                                      "original_max_position_embeddings": 32768}, 1.0),
+    "explicit attention_factor": ("yarn", 64, 10000.0, {
+        "factor": 8.0, "attention_factor": 1.5, "original_max_position_embeddings": 4096}, 1.0),
+    "narrow betas": ("yarn", 32, 500.0, {"factor": 16.0, "beta_fast": 4.0, "beta_slow": 2.0,
+                                         "original_max_position_embeddings": 256}, 1.0),
+    "Qwen3-Next yarn, 64 of 256 rotated": ("yarn", 256, 1e7, {
+        "factor": 4.0, "original_max_position_embeddings": 262144}, 0.25),
+    "Llama 3.1": ("llama3", 128, 500000.0, {"factor": 8.0, "low_freq_factor": 1.0,
+                                            "high_freq_factor": 4.0,
+                                            "original_max_position_embeddings": 8192}, 1.0),
+    "Llama 3.2 1B": ("llama3", 64, 500000.0, {"factor": 32.0, "low_freq_factor": 1.0,
+                                              "high_freq_factor": 4.0,
+                                              "original_max_position_embeddings": 8192}, 1.0),
+    "Llama 4 Scout": ("llama3", 128, 500000.0, {"factor": 16.0, "low_freq_factor": 1.0,
+                                                "high_freq_factor": 4.0,
+                                                "original_max_position_embeddings": 8192}, 1.0),
+    "llama3, half rotated": ("llama3", 64, 10000.0, {"factor": 8.0, "low_freq_factor": 2.0,
+                                                     "high_freq_factor": 8.0,
+                                                     "original_max_position_embeddings": 512},
+                             0.5),
+    "Gemma 3 global linear": ("linear", 256, 1e6, {"factor": 8.0}, 1.0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FREQUENCY_CASES))
+def test_rope_frequencies_match_hf_rope_init_functions(case):
+    from mha.rope_scaling import rope_frequencies
+
+    rope_type, head_dim, base, params, partial = FREQUENCY_CASES[case]
+    longer = int(params["factor"] * params.get("original_max_position_embeddings", 8192))
+    want, want_factor = hf_frequencies(rope_type, head_dim, base, params, partial=partial,
+                                       max_positions=longer)
+    got, factor = rope_frequencies(int(head_dim * partial), base=base,
+                                   scaling={"rope_type": rope_type, **params})
+    assert got.dtype == want.dtype == torch.float32 and got.shape == want.shape
+    torch.testing.assert_close(got, want, atol=0, rtol=1e-6)
+    assert factor == pytest.approx(want_factor, rel=1e-12, abs=1e-12)
+    if rope_type != "linear":  # the scaled frequencies are not those of plain RoPE
+        plain, _ = rope_frequencies(int(head_dim * partial), base=base)
+        assert (got < plain * (1 - 1e-3)).any() and (got == plain).any()
+
+
+YARN_LAYER_CASES = {  # name: (base, scaling); the test runs 40 positions, 16 trained
+    "default betas": (10000.0, {"rope_type": "yarn", "factor": 4.0,
+                                "original_max_position_embeddings": 16}),
+    "a ramp over pairs 0 to 4": (100.0, {"rope_type": "yarn", "factor": 4.0, "beta_fast": 2.0,
+                                         "beta_slow": 0.25, "truncate": False,
+                                         "original_max_position_embeddings": 16}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(YARN_LAYER_CASES))
+def test_yarn_layer_matches_qwen3_past_the_original_context(case):
+    base, scaling = YARN_LAYER_CASES[case]
+    config = Qwen3Config(**COMMON, num_key_value_heads=HKV, head_dim=DH,
+                         max_position_embeddings=64,
+                         rope_parameters={"rope_theta": base, **scaling})
+    hf = randomize(Qwen3Attention(config, layer_idx=0))
+    assert Qwen3RotaryEmbedding(config).attention_scaling > 1.1  # 0.1 ln 4 + 1
+    layer = mha.RotaryMultiHeadAttention(D, H, num_kv_heads=HKV, qk_norm=True, base=base,
+                                         scaling=scaling).eval()
+    copy_projections(layer, hf)
+    copy_(layer.q_norm.weight, hf.q_norm.weight)
+    copy_(layer.k_norm.weight, hf.k_norm.weight)
+    x, positions = inputs(length=40)  # positions 16 .. 39 lie past the original 16
+    want, want_weights = hf_run(hf, Qwen3RotaryEmbedding, config, x, positions)
+    check_both_paths(layer, x, want, want_weights)
+    torch.testing.assert_close(decode_one_by_one(layer, x), want, **TOL)
+    plain = mha.RotaryMultiHeadAttention(D, H, num_kv_heads=HKV, qk_norm=True, base=base).eval()
+    plain.load_state_dict(layer.state_dict())
+    with torch.no_grad():
+        assert not torch.allclose(plain(x, is_causal=True)[0], want, atol=1e-3)
+
+
+def llama4_config(no_rope, **kwargs):
+    from transformers import Llama4TextConfig
+
+    return Llama4TextConfig(**COMMON, num_key_value_heads=HKV, head_dim=DH,
+                            no_rope_layers=[no_rope], **kwargs)
+
+
+@pytest.mark.parametrize("floor_scale,attn_scale", [(4, 0.1), (3, 0.5)])
+def test_nope_layer_with_temperature_tuning_matches_llama4(floor_scale, attn_scale):
+    # no_rope_layers[layer_idx] == 0: a NoPE layer, no rotation and no qk-norm, and with
+    # attn_temperature_tuning its queries at absolute position p times
+    # 1 + attn_scale * log1p(floor((p + 1) / floor_scale)) (floor_scale 8192 in the released
+    # models; 3 or 4 here, so that the factor changes within the test's 21 positions)
+    from transformers.models.llama4.modeling_llama4 import (
+        Llama4TextAttention,
+        Llama4TextRotaryEmbedding,
+    )
+
+    config = llama4_config(0, attn_temperature_tuning=True, floor_scale=floor_scale,
+                           attn_scale=attn_scale, rope_parameters=ROPE)
+    hf = randomize(Llama4TextAttention(config, layer_idx=0))
+    assert not hf.use_rope and not hasattr(hf, "qk_norm")
+    layer = mha.RotaryMultiHeadAttention(D, H, num_kv_heads=HKV, rope_dim=0,
+                                         temperature_tuning=(floor_scale, attn_scale)).eval()
+    copy_projections(layer, hf)
+    x, positions = inputs(length=21)
+    want, want_weights = hf_run(hf, Llama4TextRotaryEmbedding, config, x, positions)
+    check_both_paths(layer, x, want, want_weights)
+    torch.testing.assert_close(decode_one_by_one(layer, x), want, **TOL)
+    # HF's own cached decoding continues the temperature from the cache length, as mha's
+    cache, steps = DynamicCache(config=config), []
+    mask = torch.zeros(2, 1, 1, 1)  # one new query sees every cached key
+    with torch.no_grad():
+        for t in range(x.size(1)):
+            steps.append(hf(x[:, t:t + 1], None, mask, cache=cache)[0])
+    torch.testing.assert_close(torch.cat(steps, dim=1), want, **TOL)
+    plain = mha.MultiHeadAttention(D, H, num_kv_heads=HKV).eval()
+    plain.load_state_dict(layer.state_dict())
+    with torch.no_grad():
+        assert not torch.allclose(plain(x, is_causal=True)[0], want, atol=1e-3)
+
+
+def test_rope_layer_matches_llama4():
+    # Llama 4's RoPE layers: interleaved pairs (2j, 2j + 1) as complex numbers
+    # (torch.view_as_complex, kept in place: mha's interleaved=True), llama3 frequency scaling
+    # (attention factor 1), and a qk-norm with no gain *after* the rotation (Llama4TextL2Norm,
+    # in fact an RMSNorm: x / sqrt(mean(x^2) + eps)). A rotation keeps every pair's norm, so
+    # the RMS of the Dh features too: normalising after the rotation is normalising before it,
+    # which is mha's qk_norm with gains of 1 (left at nn.RMSNorm's initial 1). The released
+    # models run these layers in chunks of 8192 tokens (attention_chunk_size): one chunk here.
+    from transformers.models.llama4.modeling_llama4 import (
+        Llama4TextAttention,
+        Llama4TextRotaryEmbedding,
+    )
+
+    scaling = {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+    config = llama4_config(1, use_qk_norm=True, max_position_embeddings=1024,
+                           rope_parameters={"rope_theta": 500000.0, **scaling})
+    hf = randomize(Llama4TextAttention(config, layer_idx=0))
+    assert hf.use_rope and hf.qk_norm.eps == 1e-6
+    layer = mha.RotaryMultiHeadAttention(D, H, num_kv_heads=HKV, base=500000.0,
+                                         interleaved=True, qk_norm=True,
+                                         scaling=scaling).eval()
+    copy_projections(layer, hf)
+    assert torch.equal(layer.q_norm.weight, torch.ones(DH))
+    x, positions = inputs(length=21)
+    want, want_weights = hf_run(hf, Llama4TextRotaryEmbedding, config, x, positions)
+    check_both_paths(layer, x, want, want_weights)
+
+
+@pytest.mark.parametrize("layer_type", ["sliding_attention", "full_attention"])
+def test_per_layer_bases_match_gemma3(layer_type):
+    # Gemma 3 rotates its sliding layers with rope_local_base_freq (10 000) and its global
+    # layers with rope_theta (1 000 000, and linear scaling by 8 in the 4B, 12B and 27B
+    # models): one mha layer per type, each with its own base
+    from transformers import Gemma3TextConfig
+    from transformers.models.gemma3.modeling_gemma3 import (
+        Gemma3RotaryEmbedding,
+        apply_rotary_pos_emb,
+    )
+
+    rope = {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}}
+    config = Gemma3TextConfig(**{**COMMON, "num_hidden_layers": 2}, num_key_value_heads=HKV,
+                              head_dim=DH, layer_types=["sliding_attention", "full_attention"],
+                              rope_parameters=rope)
+    params = dict(rope[layer_type])
+    base = params.pop("rope_theta")
+    scaling = None if params["rope_type"] == "default" else params
+    layer = mha.RotaryMultiHeadAttention(D, H, num_kv_heads=HKV, base=base, scaling=scaling)
+    x, _ = inputs(length=64)
+    positions = torch.arange(64)[None].expand(2, -1)
+    cos, sin = Gemma3RotaryEmbedding(config)(x, positions, layer_type)  # (B, L, Dh)
+    angles = mha.rotary.rope_angles(torch.arange(64), DH, base=base, scaling=scaling)
+    torch.testing.assert_close(torch.cat([angles.cos()] * 2, -1).expand_as(cos), cos, **TOL)
+    torch.testing.assert_close(torch.cat([angles.sin()] * 2, -1).expand_as(sin), sin, **TOL)
+    q, k = torch.randn(2, H, 64, DH), torch.randn(2, HKV, 64, DH)
+    want_q, want_k = apply_rotary_pos_emb(q, k, cos, sin)
+    got_q, got_k = layer._position(q, k, 0)
+    torch.testing.assert_close(got_q, want_q, **TOL)
+    torch.testing.assert_close(got_k, want_k, **TOL)

@@ -80,3 +80,44 @@ def test_the_printed_command_reproduces_the_shipped_settings():
     assert info["settings"] == P.DEFAULTS
     assert (P.DEFAULTS["steps"], P.DEFAULTS["batch_size"], P.DEFAULTS["train_len"],
             P.DEFAULTS["seed"]) == (600, 64, 16, 0)
+
+
+@pytest.fixture(scope="module")
+def rotations():
+    return P.load_rotations()
+
+
+def test_shipped_rotation_models_rotate_what_their_name_says(rotations):
+    models, info = rotations
+    assert set(models) == {(r, s) for r in P.ROTATIONS for s in P.ROTATION_SEEDS}
+    assert info["rotations"] == P.ROTATIONS and info["settings"]["seed"] == list(P.ROTATION_SEEDS)
+    assert P.ROTATION_WEIGHTS.stat().st_size < 400 * 1024
+    for (rotation, _), model in models.items():
+        attn = model.attn
+        assert type(attn) is mha.RotaryMultiHeadAttention
+        assert attn.rope_dim == {"full": attn.d_head, "quarter": 4, "none": 0}[rotation]
+    # rope_dim=0 ignores positions altogether: the same weights in a plain layer, the same output
+    x = torch.randn(1, 12, 32)
+    nope = models["none", 0].attn
+    plain = mha.MultiHeadAttention(32, 2, bias=True)
+    plain.load_state_dict(nope.state_dict())
+    with torch.no_grad():
+        assert torch.allclose(nope(x, is_causal=True)[0], plain(x, is_causal=True)[0], atol=1e-6)
+
+
+def test_the_rotation_command_reproduces_a_shipped_model(rotations):
+    """`python -m mha_book.copy_back --rotations` trains each model with DEFAULTS and its seed:
+    retraining one gives the shipped weights (on this machine, to float rounding)."""
+    models, info = rotations
+    assert info["command"].startswith("python -m mha_book.copy_back --rotations")
+    retrained, _ = P.train_copy_back("rotary", seed=1, rope_dim=P.ROTATIONS["quarter"])
+    shipped = models["quarter", 1].state_dict()
+    for name, value in retrained.state_dict().items():
+        assert torch.allclose(value, shipped[name], atol=1e-4), name
+
+
+def test_rope_dim_is_for_the_rotary_scheme_only():
+    with pytest.raises(ValueError, match="rope_dim .* option of the 'rotary' scheme only"):
+        P.CopyBackModel("learned", rope_dim=4)
+    assert P.CopyBackModel("rotary", rope_dim=4).config["rope_dim"] == 4
+    assert "rope_dim" not in P.CopyBackModel("rotary").config  # the old weights' configs

@@ -279,3 +279,282 @@ def test_rotary_layer_on_cuda(dtype):
     cache = mha.KVCache()
     steps = [layer(x[:, t:t + 8], is_causal=True, cache=cache)[0] for t in range(0, 64, 8)]
     torch.testing.assert_close(torch.cat(steps, 1), fused, atol=tol, rtol=tol)
+
+
+# --- partial rotation (rope_dim) ------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(batch=st.integers(1, 2), heads=st.integers(1, 3), length=st.integers(1, 9),
+       half=st.integers(1, 6), rest=st.integers(0, 7), interleaved=st.booleans(),
+       start=st.integers(0, 500), base=st.sampled_from([100.0, 10000.0, 1e6]))
+def test_partial_rotation_rotates_the_first_rope_dim_features_only(batch, heads, length, half,
+                                                                   rest, interleaved, start,
+                                                                   base):
+    R = 2 * half
+    x = torch.randn(batch, heads, length, R + rest, dtype=torch.float64)  # Dh = R + rest
+    positions = torch.arange(start, start + length)
+    got = apply_rope(x, positions, base=base, interleaved=interleaved, rope_dim=R)
+    assert got.shape == x.shape
+    # the rotated part: RoPE of R features, frequencies base ** (-2j / R), pairs within them
+    want = rope_complex(x[..., :R], positions, base, interleaved)
+    torch.testing.assert_close(got[..., :R], want, atol=1e-10, rtol=1e-10)
+    assert torch.equal(got[..., R:], x[..., R:])  # the others untouched, bit for bit
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_rope_dim_d_head_is_todays_rotation(dtype, interleaved):
+    x = torch.randn(2, 3, 20, 16).to(dtype)
+    positions = torch.arange(990, 1010)
+    today = apply_rope(x, positions, interleaved=interleaved)
+    assert torch.equal(apply_rope(x, positions, interleaved=interleaved, rope_dim=16), today)
+    assert torch.equal(apply_rope(x, positions, interleaved=interleaved, scaling=None), today)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+def test_partial_score_depends_on_distance_in_the_rotated_part_only(interleaved):
+    q, k = torch.randn(24, dtype=torch.float64), torch.randn(24, dtype=torch.float64)
+    R = 8
+
+    def score(m, n, part):
+        qm = apply_rope(q[None], [m], interleaved=interleaved, rope_dim=R)[0]
+        kn = apply_rope(k[None], [n], interleaved=interleaved, rope_dim=R)[0]
+        return (qm[part] @ kn[part]).item()
+
+    rotated, passed = slice(0, R), slice(R, None)
+    pairs = [(5, 2), (3, 0), (103, 100), (1003, 1000)]  # all at distance 3
+    scores = [score(m, n, rotated) for m, n in pairs]
+    assert max(scores) - min(scores) < 1e-9
+    assert abs(score(5, 2, rotated) - score(5, 3, rotated)) > 1e-3
+    # the features passed through carry no position at all: the same score at any distance
+    passed_scores = [score(m, n, passed) for m, n in pairs + [(0, 700), (9, 1)]]
+    assert max(passed_scores) - min(passed_scores) == 0
+    assert passed_scores[0] == pytest.approx((q[R:] @ k[R:]).item())
+
+
+def test_partial_rotation_frequencies_count_the_rotated_features_only():
+    # Hugging Face's partial_rotary_factor: theta_j = base ** (-2j / R), not ** (-2j / Dh)
+    x = torch.zeros(1, 2, 64, dtype=torch.float64)
+    x[0, :, 1] = 1.0  # the second pair's first feature (rotate-half: pair j = (j, j + R/2))
+    y = apply_rope(x, [0, 1], rope_dim=16)  # position 1: pair 1 turns by theta_1
+    theta_1 = 10000.0 ** (-2.0 / 16)
+    assert y[0, 1, 1].item() == pytest.approx(math.cos(theta_1))
+    assert y[0, 1, 1 + 8].item() == pytest.approx(math.sin(theta_1))
+
+
+def test_partial_rotation_with_an_odd_d_head():
+    x = torch.randn(2, 5, 7)
+    y = apply_rope(x, rope_dim=4)
+    assert torch.equal(y[..., 4:], x[..., 4:])
+    with pytest.raises(ValueError, match=r"d_head = 7 .* must be even"):
+        apply_rope(x)
+
+
+@pytest.mark.parametrize("rope_dim,error,match", [
+    (3, ValueError, r"rope_dim must be an even int with 0 < rope_dim <= d_head = 8 .*got 3"),
+    (10, ValueError, "rope_dim must be an even int.*got 10"),
+    (0, ValueError, "rope_dim must be an even int with 0 < rope_dim"),
+    (-2, ValueError, "got -2"),
+    (4.0, TypeError, "rope_dim must be an int"),
+    (True, TypeError, "rope_dim must be an int"),
+])
+def test_bad_rope_dim_is_rejected(rope_dim, error, match):
+    with pytest.raises(error, match=match):
+        apply_rope(torch.randn(2, 5, 8), rope_dim=rope_dim)
+
+
+# --- the layer's new options: rope_dim, scaling, temperature_tuning ---------------------------
+
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4}
+LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 16}
+
+
+def reference_layer(layer, x, is_causal=False):
+    """The layer with every position option written out in float64: rotate the first rope_dim
+    features with frequencies from the definitions, scale by the attention factor, multiply
+    the queries by the temperature, then plain attention (no qk_norm, gate, window, sinks)."""
+    from mha.rope_scaling import rope_frequencies
+
+    B, L, _ = x.shape
+    H, Hkv, Dh, R = layer.num_heads, layer.num_kv_heads, layer.d_head, layer.rope_dim
+    x = x.double()
+    q = (x @ layer.W_q.weight.double().T).view(B, L, H, Dh).transpose(1, 2)
+    k = (x @ layer.W_k.weight.double().T).view(B, L, Hkv, Dh).transpose(1, 2)
+    v = (x @ layer.W_v.weight.double().T).view(B, L, Hkv, Dh).transpose(1, 2)
+    if R:
+        inv_freq, factor = rope_frequencies(R, base=layer.base, scaling=layer.scaling,
+                                            dtype=torch.float64)
+        angles = torch.arange(L, dtype=torch.float64)[:, None] * inv_freq  # (L, R/2)
+        turn = torch.polar(torch.full_like(angles, factor), angles)  # factor * exp(i angle)
+
+        def rotate(t):
+            if layer.interleaved:
+                z = torch.view_as_complex(t[..., :R].reshape(*t.shape[:-1], R // 2, 2)
+                                          .contiguous()) * turn
+                return torch.cat([torch.view_as_real(z).flatten(-2), t[..., R:]], -1)
+            z = torch.complex(t[..., : R // 2], t[..., R // 2:R]) * turn
+            return torch.cat([z.real, z.imag, t[..., R:]], -1)
+
+        q, k = rotate(q), rotate(k)
+    if layer.temperature_tuning is not None:
+        floor_scale, attn_scale = layer.temperature_tuning
+        scales = [1 + attn_scale * math.log(1 + math.floor((p + 1) / floor_scale))
+                  for p in range(L)]
+        q = q * torch.tensor(scales, dtype=torch.float64)[:, None]
+    k, v = k.repeat_interleave(H // Hkv, dim=1), v.repeat_interleave(H // Hkv, dim=1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(Dh)
+    if is_causal:
+        scores = scores.masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), float("-inf"))
+    out = scores.softmax(-1) @ v  # (B, H, L, Dh)
+    return out.transpose(1, 2).reshape(B, L, H * Dh) @ layer.W_o.weight.double().T
+
+
+LAYER_OPTIONS = {
+    "partial": {"rope_dim": 4},
+    "partial interleaved": {"rope_dim": 6, "interleaved": True},
+    "NoPE": {"rope_dim": 0},
+    "NoPE + temperature": {"rope_dim": 0, "temperature_tuning": (3, 0.5)},
+    "rotary + temperature": {"temperature_tuning": (2.0, 0.25)},
+    "yarn": {"scaling": YARN},
+    "yarn, partial": {"scaling": YARN, "rope_dim": 4},
+    "llama3 interleaved": {"scaling": LLAMA3, "interleaved": True},
+    "linear": {"scaling": {"rope_type": "linear", "factor": 8.0}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYER_OPTIONS))
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_layer_options_match_the_reference(name, is_causal):
+    torch.manual_seed(0)
+    layer = mha.RotaryMultiHeadAttention(32, 4, num_kv_heads=2, **LAYER_OPTIONS[name])
+    x = torch.randn(2, 11, 32)
+    fused, _ = layer(x, is_causal=is_causal)
+    explicit, _ = layer(x, is_causal=is_causal, need_weights=True)
+    want = reference_layer(layer, x, is_causal).float()
+    torch.testing.assert_close(fused, want, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(explicit, want, atol=1e-5, rtol=1e-4)
+    # and each option changes the output of the plain rotary layer
+    plain = mha.RotaryMultiHeadAttention(32, 4, num_kv_heads=2)
+    plain.load_state_dict(layer.state_dict())
+    assert not torch.allclose(plain(x, is_causal=is_causal)[0], fused, atol=1e-4)
+
+
+@pytest.mark.parametrize("num_kv_heads", [None, 2])
+@pytest.mark.parametrize("d_model,num_heads", [(32, 4), (12, 4)])  # d_head 8, and an odd 3
+def test_nope_layer_is_a_plain_multi_head_attention(num_kv_heads, d_model, num_heads):
+    torch.manual_seed(0)
+    nope = mha.RotaryMultiHeadAttention(d_model, num_heads, num_kv_heads=num_kv_heads,
+                                        rope_dim=0)
+    plain = mha.MultiHeadAttention(d_model, num_heads, num_kv_heads=num_kv_heads)
+    plain.load_state_dict(nope.state_dict())
+    assert nope.state_dict().keys() == plain.state_dict().keys()
+    x = torch.randn(2, 7, d_model)
+    for is_causal in (False, True):
+        for need_weights in (False, True):
+            got, w = nope(x, is_causal=is_causal, need_weights=need_weights)
+            want, w_want = plain(x, is_causal=is_causal, need_weights=need_weights)
+            assert torch.equal(got, want)
+            assert (w is None and w_want is None) or torch.equal(w, w_want)
+
+
+def test_temperature_tuning_scales_the_queries_by_position():
+    torch.manual_seed(0)
+    layer = mha.RotaryMultiHeadAttention(16, 2, rope_dim=0, temperature_tuning=(4, 0.5))
+    x = torch.randn(1, 12, 16)
+    q, k, _, _ = layer._project(x, x, x)
+    tuned, same_k = layer._position(q, k, 0)
+    assert torch.equal(same_k, k)
+    scales = tuned / q  # (1, H, L, Dh): one factor per position
+    want = [1 + 0.5 * math.log(1 + (p + 1) // 4) for p in range(12)]  # 1 for p < 3
+    torch.testing.assert_close(scales[0, :, :, 0], torch.tensor([want] * 2), atol=1e-6,
+                               rtol=1e-6)
+    torch.testing.assert_close(scales, scales[..., :1].expand_as(scales), atol=1e-6, rtol=1e-5)
+    later, _ = layer._position(q, k, 100)  # with a cache: the absolute positions 100 ..
+    assert not torch.allclose(later, tuned)
+    torch.testing.assert_close(
+        mha.rotary.temperature_scales(torch.arange(100, 112), 4, 0.5),
+        torch.tensor([1 + 0.5 * math.log(1 + (p + 1) // 4) for p in range(100, 112)]))
+
+
+@pytest.mark.parametrize("name", sorted(LAYER_OPTIONS) + ["all together"])
+@pytest.mark.parametrize("chunks", [[1] * 10, [4, 1, 3, 2]])
+def test_cache_decoding_equals_one_call_for_each_option(name, chunks):
+    torch.manual_seed(0)
+    options = LAYER_OPTIONS.get(name) or {
+        "rope_dim": 4, "scaling": YARN, "temperature_tuning": (2, 0.3), "window": 6,
+        "sinks": True, "qk_norm": True, "gate": True}
+    layer = mha.RotaryMultiHeadAttention(32, 4, num_kv_heads=2, **options)
+    x = torch.randn(2, sum(chunks), 32)
+    full, _ = layer(x, is_causal=True)
+    cache, outs, start = mha.KVCache(), [], 0
+    for n in chunks:
+        outs.append(layer(x[:, start:start + n], is_causal=True, cache=cache)[0])
+        start += n
+    torch.testing.assert_close(torch.cat(outs, dim=1), full, atol=1e-5, rtol=1e-5)
+
+
+def test_new_options_keep_the_parameters_and_show_in_the_repr():
+    plain = mha.RotaryMultiHeadAttention(16, 2)
+    text = repr(plain)
+    for name, options in sorted(LAYER_OPTIONS.items()):
+        layer = mha.RotaryMultiHeadAttention(16, 2, **options)
+        assert layer.state_dict().keys() == plain.state_dict().keys(), name
+        shown = repr(layer)
+        for key, value in options.items():
+            if key == "temperature_tuning":  # stored as two floats
+                value = tuple(float(v) for v in value)
+            if key != "interleaved":
+                assert f"{key}={value}" in shown, (name, shown)
+    assert "rope_dim" not in text and "scaling" not in text and "temperature" not in text
+    assert plain.rope_dim == 8 and plain.scaling is None and plain.temperature_tuning is None
+    assert "rope_dim" not in repr(mha.RotaryMultiHeadAttention(16, 2, rope_dim=8))
+
+
+def test_new_options_in_half_precision_keep_dtype():
+    layer = mha.RotaryMultiHeadAttention(32, 4, rope_dim=4, scaling=YARN,
+                                         temperature_tuning=(2, 0.3), dtype=torch.bfloat16)
+    out, _ = layer(torch.randn(1, 9, 32, dtype=torch.bfloat16), is_causal=True)
+    assert out.dtype == torch.bfloat16
+
+
+def test_layer_option_errors():
+    with pytest.raises(ValueError, match=r"rope_dim must be 0 \(no positions\) or an even int"
+                                         r" with 0 < rope_dim <= d_head = 8 .*got 10"):
+        mha.RotaryMultiHeadAttention(16, 2, rope_dim=10)
+    with pytest.raises(ValueError, match="rope_dim must be 0 .*got 5"):
+        mha.RotaryMultiHeadAttention(16, 2, rope_dim=5)
+    with pytest.raises(ValueError, match="rope_dim=0 rotates nothing"):
+        mha.RotaryMultiHeadAttention(16, 2, rope_dim=0, scaling=YARN)
+    with pytest.raises(ValueError, match="scaling must have a 'rope_type' key"):
+        mha.RotaryMultiHeadAttention(16, 2, scaling={"factor": 4.0})
+    with pytest.raises(TypeError, match=r"temperature_tuning must be None or a pair"):
+        mha.RotaryMultiHeadAttention(16, 2, temperature_tuning=(4, 0.1, 2))
+    with pytest.raises(ValueError, match="temperature_tuning's floor_scale must be > 0"):
+        mha.RotaryMultiHeadAttention(16, 2, temperature_tuning=(0, 0.1))
+    with pytest.raises(TypeError, match="temperature_tuning's attn_scale must be a number"):
+        mha.RotaryMultiHeadAttention(16, 2, temperature_tuning=(4, "0.1"))
+    # an odd d_head needs a partial or no rotation
+    assert mha.RotaryMultiHeadAttention(12, 4, rope_dim=2).rope_dim == 2
+    with pytest.raises(ValueError, match="d_head = d_model / num_heads = 3 must be even"):
+        mha.RotaryMultiHeadAttention(12, 4)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (none present)")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_new_options_on_cuda(dtype):
+    tol = {torch.float32: 2e-5, torch.bfloat16: 2e-2}[dtype]
+    for options in ({"rope_dim": 16, "scaling": YARN, "temperature_tuning": (8, 0.1)},
+                    {"rope_dim": 0, "temperature_tuning": (8, 0.1)}):
+        layer = mha.RotaryMultiHeadAttention(256, 8, num_kv_heads=2, device="cuda", dtype=dtype,
+                                             **options)
+        x = torch.randn(2, 64, 256, device="cuda", dtype=dtype)
+        fused, _ = layer(x, is_causal=True)
+        explicit, _ = layer(x, is_causal=True, need_weights=True)
+        assert fused.device.type == "cuda" and fused.dtype == dtype
+        torch.testing.assert_close(fused, explicit, atol=tol, rtol=tol)
+        cache = mha.KVCache()
+        steps = [layer(x[:, t:t + 8], is_causal=True, cache=cache)[0] for t in range(0, 64, 8)]
+        torch.testing.assert_close(torch.cat(steps, 1), fused, atol=tol, rtol=tol)

@@ -28,7 +28,7 @@ def translation():
 def test_shipped_weights_are_small_and_listed():
     files = sorted(tiny.WEIGHTS_DIR.glob("*.pt"))
     assert [f.stem for f in files] == ["multitask", "multitask_8heads", "positions",
-                                       "shakespeare", "translation"]
+                                       "rotations", "shakespeare", "translation"]
     assert tiny.available() == ["multitask", "multitask_8heads", "translation"]
     # the Shakespeare model has its own limit (3 MB, tests/test_language_model.py)
     total = sum(f.stat().st_size for f in files if f.stem != "shakespeare")

@@ -1,4 +1,5 @@
-"""Chapter 12's live figure: rotary position embedding, pair by pair.
+"""Chapter 12's live figures: rotary position embedding pair by pair, and the score against the
+distance for the rotations of today's models.
 
 ``rope_rotation()``: one query vector q and one key vector k of d_head = 8 features (seeded
 N(0, 1) draws), placed at positions m and n. ``mha.apply_rope`` (the default "rotate half"
@@ -9,21 +10,50 @@ each pair's angles and share of the score q_m . k_n (the four add up to it); the
 score against the distance m - n, computed once with the key at position 0 and once with the key
 at n: the two curves are the same curve, since the score depends on m - n only.
 
+``rope_distance()``: what a key identical to the query still scores at distance d, for the
+rotations models use today. For q = k with d_head = 128 i.i.d. N(0, 1) features, rotated by
+rotary positions at m and n = m - d, the expected score over d_head is
+
+    E[q_m . k_n] / d_head = (2 * sum_j cos(d * theta_j) + (d_head - rope_dim)) / d_head
+
+(``expected_score``; 1 at d = 0): each rotated pair j contributes 2 cos(d theta_j), each of the
+d_head - rope_dim features left unrotated contributes 1. The reader picks the base (theta_j =
+base ** (-2j / rope_dim), j < rope_dim / 2, from ``mha.rope_scaling.rope_frequencies``), the
+length (the distances drawn: 1 to it, log2-spaced, 5 points an octave) and the rotation: full
+(rope_dim = 128), 25 % (32 of 128, Qwen3-Next's share: it rotates 64 of 256; the curve levels
+off at the floor (128 - 32) / 128 = 0.75), none (NoPE, Llama 4's every fourth layer: 1 at
+every distance) or YaRN 4x over an original context of 32K (Qwen 3's setting: the frequencies
+of ``rope_frequencies(128, base=..., scaling={"rope_type": "yarn", "factor": 4,
+"original_max_position_embeddings": 32768})``: the slow pairs turn 4x slower, so that part of
+the curve at distance 4d is the original's at d; its attention factor, q and k each times
+0.1 ln 4 + 1 = 1.139, scores by 1.296 at every distance, is left out of the curve and said in
+the readout). Each point is the curve's mean over the distances d / 2 ** 0.25 to d * 2 ** 0.25
+(0.84d to 1.19d, a quarter octave either side; ``averaged_score``, each cosine's mean exact:
+(sin(b theta) - sin(a theta)) / ((b - a) theta)): the fast pairs' cosines swing once every few
+positions, and 5 samples an octave of them would alias into noise; their mean is what the eye
+should see, and the slow pairs' ripples (RoFormer's oscillations) survive it. The readout also
+gives the exact value at the chosen length. Full rotation is drawn dashed beside every other
+rotation for reference.
+
 Each ``*_state`` function is the figure's data for one setting of the controls (pure torch); the
 figure lists it for every setting (``mha.live.figure``).
 """
 
+import math
 from functools import lru_cache
 
 import torch
 
-from mha.live.figure import Figure, View, arrows, plot, slider, table
+from mha.live.figure import Figure, View, arrows, plot, select, slider, table
+from mha.rope_scaling import rope_frequencies
 from mha.rotary import apply_rope, rope_angles
 
 from ._registry import live_figure
 
-__all__ = ["D_HEAD", "POSITIONS", "angle", "at_origin", "pair_contributions", "rope_rotation", "rope_state",
-           "rotated", "score"]
+__all__ = ["BASES", "DISTANCE_D_HEAD", "D_HEAD", "LENGTHS", "POSITIONS", "ROTATIONS", "YARN",
+           "angle", "at_origin", "averaged_score", "curve", "distance_state", "distances",
+           "expected_score", "frequencies", "pair_contributions", "rope_distance",
+           "rope_rotation", "rope_state", "rotated", "score"]
 
 D_HEAD = 8
 POSITIONS = tuple(range(10))
@@ -138,3 +168,180 @@ def rope_rotation(m=3, n=0):
         alt="Four small panels, one per feature pair, each with the query's and the key's "
             "2-D arrow rotated by its position; a table of each pair's angles and share of the score; a line "
             "plot of the score against the distance m - n, the same with the key at 0 or at n.")
+
+
+# ----------------------------------------------------------------------------- rope_distance
+
+DISTANCE_D_HEAD = 128
+BASES = (10_000, 100_000, 500_000, 1_000_000)
+#: who uses each base (the readout says it)
+BASE_USERS = {10_000: "RoFormer, Llama 2; Gemma 3's local layers", 100_000: "",
+              500_000: "Llama 3", 1_000_000: "Qwen 3; Gemma 3's global layers"}
+ROTATIONS = ("full", "partial", "none", "yarn")
+ROTATION_LABELS = ("full (128 of 128)", "25 % (32 of 128)", "none (NoPE)", "YaRN 4x over 32K")
+#: the legend's names
+SERIES_LABELS = {"full": "full rotation", "partial": "25 % rotated", "none": "no rotation",
+                 "yarn": "YaRN 4x"}
+PARTIAL = 32  # the features the partial rotation turns: 25 % of 128 (Qwen3-Next: 64 of 256)
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+LENGTHS = (4096, 32768, 131072, 1048576)
+LENGTH_LABELS = ("4K", "32K", "128K", "1M")
+PER_OCTAVE = 5
+#: each point is the mean of the curve over d / WINDOW .. d * WINDOW
+WINDOW = 2 ** 0.25  # a quarter octave either side
+
+
+def frequencies(base, rotation):
+    """(theta (rope_dim/2,) float64, attention factor) of a ``rotation`` of ``ROTATIONS`` with
+    ``base``: ``mha.rope_scaling.rope_frequencies`` of the rotated features (none for NoPE)."""
+    if rotation == "none":
+        return torch.zeros(0, dtype=torch.float64), 1.0
+    rope_dim = PARTIAL if rotation == "partial" else DISTANCE_D_HEAD
+    inv_freq, factor = rope_frequencies(rope_dim, base=float(base), dtype=torch.float64,
+                                        scaling=YARN if rotation == "yarn" else None)
+    return inv_freq, float(factor)
+
+
+def expected_score(d, theta, d_head=DISTANCE_D_HEAD):
+    """E[q_m . k_n] / d_head at distances ``d`` = m - n (a number or (N,)) for q = k with
+    ``d_head`` i.i.d. N(0, 1) features, the pairs of ``theta`` (rope_dim/2,) rotated, the other
+    d_head - rope_dim features not: (2 sum_j cos(d theta_j) + d_head - rope_dim) / d_head."""
+    d = torch.as_tensor(d, dtype=torch.float64)
+    turned = torch.cos(d[..., None] * theta).sum(-1)  # (N, rope_dim/2) -> (N,)
+    return (2 * turned + d_head - 2 * theta.numel()) / d_head
+
+
+def averaged_score(d, theta, d_head=DISTANCE_D_HEAD, window=WINDOW):
+    """``expected_score``'s mean over the distances d / window .. d * window, exact: a pair's
+    cosine averages to (sin(b theta) - sin(a theta)) / ((b - a) theta) over [a, b]."""
+    d = torch.as_tensor(d, dtype=torch.float64)
+    a, b = (d / window)[..., None], (d * window)[..., None]  # (N, 1) each
+    mean = (torch.sin(b * theta) - torch.sin(a * theta)) / ((b - a) * theta)  # (N, rope_dim/2)
+    return (2 * mean.sum(-1) + d_head - 2 * theta.numel()) / d_head
+
+
+def distances(length):
+    """The distances drawn, 1 to ``length`` (a power of 2): PER_OCTAVE points an octave, the
+    powers of 2 exact (the axis labels them), the others to 3 significant digits."""
+    out = []
+    for i in range(PER_OCTAVE * (length.bit_length() - 1) + 1):
+        x = 2 ** (i / PER_OCTAVE)
+        out.append(2 ** (i // PER_OCTAVE) if i % PER_OCTAVE == 0 else
+                   int(float(f"{x:.3g}")) if x >= 100 else float(f"{x:.3g}"))
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def curve(base, rotation, stretch=1):
+    """The averaged curve (a tuple) at the distances ``distances(LENGTHS[-1])`` divided by
+    ``stretch``; a shorter length's is its first points."""
+    theta, _ = frequencies(base, rotation)
+    x = torch.tensor(distances(LENGTHS[-1]), dtype=torch.float64) / stretch
+    return tuple(averaged_score(x, theta).tolist())
+
+
+def _halfway(x, y, level):
+    """The first distance where ``y`` falls to ``level``, log-linear between two points; None
+    when it stays above it."""
+    for i in range(1, len(y)):
+        if y[i] <= level < y[i - 1]:
+            t = (y[i - 1] - level) / (y[i - 1] - y[i])
+            return 2 ** (math.log2(x[i - 1]) + t * (math.log2(x[i]) - math.log2(x[i - 1])))
+    return None
+
+
+def _sig(x):
+    """Two significant digits, as a distance: 52, 1,300, 0.86."""
+    return f"{float(f'{x:.2g}'):,g}" if x < 1000 else f"{int(float(f'{x:.2g}')):,}"
+
+
+def _yarn_pairs(base):
+    """(slowed, kept, on the ramp): how many pairs YaRN turns ``factor`` times slower, leaves
+    alone, or slows by less."""
+    theta, _ = frequencies(base, "yarn")
+    ratio = theta / frequencies(base, "full")[0]
+    slowed = int(torch.isclose(ratio, torch.tensor(1 / YARN["factor"], dtype=ratio.dtype)).sum())
+    kept = int(torch.isclose(ratio, torch.ones_like(ratio)).sum())
+    return slowed, kept, theta.numel() - slowed - kept
+
+
+def distance_state(base, rotation, length):
+    x = distances(length)
+    n = len(x)
+    y, full = list(curve(base, rotation)[:n]), list(curve(base, "full")[:n])
+    theta, factor = frequencies(base, rotation)
+    rope_dim, D = 2 * theta.numel(), DISTANCE_D_HEAD
+    floor = (D - rope_dim) / D
+    exact = float(expected_score(length, theta))
+    s, L0 = YARN["factor"], YARN["original_max_position_embeddings"]
+    series = {SERIES_LABELS[rotation]: y}
+    if rotation != "full":
+        series["full rotation"] = full
+    if rotation == "partial":
+        series[f"floor {floor:g}"] = [floor] * n
+    stretched = list(curve(base, "full", s)[:n])
+    if rotation == "yarn":
+        series[f"full at d/{s:g}"] = stretched
+    view = plot(x, series, marker=n - 1, marker_series=[0], y_min=-0.2, y_max=1.0, x_log=True,
+                x_label="distance d = m \u2212 n (log scale)", y_label="E[q\u00b7k] / d_head",
+                caption=f"What a key equal to the query scores at distance d (1 at d = 0; "
+                        f"each point the mean over {1 / WINDOW:.2f}d to {WINDOW:.2f}d)")
+    users = BASE_USERS[base]
+    head = f"Base {base:,}" + (f" ({users})" if users else "")
+    say = {"full": "full rotation", "partial": f"25 % rotated ({rope_dim} of {D} features)",
+           "none": "no rotation (NoPE, as in Llama 4's every fourth layer)",
+           "yarn": f"YaRN {s:g}x over {L0 // 1024}K"}
+    half, level = None, (1 + floor) / 2
+    text = f"{head}, {say[rotation]}: "
+    if rotation == "yarn":
+        slowed, kept, ramp = _yarn_pairs(base)
+        text += (f"{slowed} slow pairs (a wavelength over {L0:,}) turn {s:g}x slower, {kept} "
+                 f"fast ones (32 turns or more in {L0:,}) as before, {ramp} between. ")
+    if rotation == "none":
+        text += (f"a key equal to the query scores 1 at every distance; with full rotation, "
+                 f"{full[-1]:.3f} at {length:,}.")
+    else:
+        half = _halfway(x, y, level)
+        text += (f"{'A' if rotation == 'yarn' else 'a'} key equal to the query scores "
+                 f"{y[-1]:.3f} at distance {length:,} (exactly there: {exact:.3f})")
+        if rotation == "partial":
+            text += f", full rotation {full[-1]:.3f}"
+        elif rotation == "yarn":
+            text += f", full rotation {stretched[-1]:.3f} at {length:,}/{s:g}"
+        if rotation == "partial":
+            text += (f". It tends to the floor {D - rope_dim}/{D} = {floor:g} of its unrotated "
+                     f"features; halfway there ({level:g}) ")
+        else:
+            text += "; half (0.5) "
+        text += f"first at d \u2248 {_sig(half)}." if half else f"never, up to {length:,}."
+    if rotation == "yarn":
+        text += (f" Every score also grows {factor:.3f}\u00b2 = {factor ** 2:.3f} times (left "
+                 f"out of the curve).")
+    return {"views": {"score": view}, "readout": text,
+            "state": {"base": base, "rotation": rotation, "length": length,
+                      "rope_dim": rope_dim, "floor": floor, "score": y[-1], "exact": exact,
+                      "full": full[-1], "halfway": half, "attention_factor": factor}}
+
+
+@live_figure
+def rope_distance(base=10_000, rotation="partial", length=131072):
+    """Chapter 12, positions today: pick the base, the rotation (full, 25 %, none, YaRN) and
+    the length; see what a key identical to the query still scores at distance d: for q = k
+    with 128 i.i.d. N(0, 1) features, E[q_m . k_n] / 128 = (2 sum_j cos(d theta_j) + 128 -
+    rope_dim) / 128, d = m - n, each point its mean over 0.84d to 1.19d (module docstring)."""
+    return Figure(
+        name="rope-distance", title="RoPE's score against the distance: full, partial, none, YaRN",
+        controls=[slider("base", "base", BASES, base, labels=[f"{b:,}" for b in BASES]),
+                  select("rotation", "rotation", ROTATIONS, rotation, labels=ROTATION_LABELS),
+                  slider("length", "distances up to", LENGTHS, length, labels=LENGTH_LABELS)],
+        views=[View("score", "plot")],
+        state_fn=distance_state,
+        alt="A line plot of the expected score of a key identical to the query (128 features "
+            "drawn i.i.d. from N(0, 1), divided by 128: 1 at distance 0) against the distance, "
+            "1 to the chosen length on a log scale, each point the mean over a quarter octave "
+            "either side. "
+            "Full rotation falls from 1 toward 0 in ripples, sooner for a small base; 25 % "
+            "rotation falls only to the floor 0.75 that its 96 unrotated features keep; no "
+            "rotation is flat at 1; YaRN 4x over 32K draws the slow pairs' part of the full "
+            "curve stretched 4 times longer. Full rotation is drawn dashed beside the others, "
+            "with the floor or the full curve at a quarter of the distance where they apply.")

@@ -6,6 +6,12 @@ the keyboard; the arrows drawn equal the pairs rotated by hand (angle position *
 rotate-half pairing) and the score curve equals q_m . k_n by hand, to 1e-3; moving both
 positions by the same amount leaves the score where it was; also after a tap on a phone. On the
 built book: the same on the page that holds it.
+
+The score against the distance (``rope.rope_distance``), without a build: each control (base,
+rotation, length) moved from the keyboard changes the curves drawn and the readout, which stay
+the listed state's (the package's numbers, to 1e-3); on a 390 x 844 phone the plot and the
+controls fit the screen for every rotation, also after a tap; on chapter 12's built page the same
+(``test_the_distance_figure_lives_in_the_built_book``).
 (axe, a phone's width, touch targets and layout, for every figure: test_every_figure.py.)
 """
 
@@ -16,6 +22,7 @@ import torch
 from live_figures import (
     DRAW_MS,
     drawn,
+    figure_layout_problems,
     label,
     offline,
     page_with,
@@ -23,6 +30,7 @@ from live_figures import (
     readout,
     root_of,
     same,
+    set_control,
     show,
     tap,
     timing,
@@ -108,6 +116,90 @@ def test_the_figure_lives_in_the_built_book(page, book_url):
     check(root)
     times = move(page, root)
     print(f"\nchapter 12 (built book), key press to picture: {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-len(times):])}")
+    assert not errors, errors
+    assert not outside, outside
+
+
+# ----------------------------------------------------------------------------- rope-distance
+
+WIDEST = ("() => Math.max(...[...document.querySelectorAll('.mha-live canvas, .mha-live "
+          ".mha-control, .mha-live .mha-readout')].map(e => e.getBoundingClientRect().right))")
+
+
+def check_distance(root, figure):
+    """The curves drawn and the readout are the listed state's for the values drawn."""
+    v = values(root)
+    want = figure.state(base=v["base"], rotation=v["rotation"], length=v["length"])
+    plot = want["views"]["score"]
+    assert same(drawn(root, "score"), [s["y"] for s in plot["series"]]), v
+    assert readout(root) == want["readout"]
+    said = label(root, "score")
+    assert said.startswith(plot["caption"]) and "0.84d to 1.19d" in said
+    assert f"{v['length']:,}" in readout(root)
+    return v
+
+
+def move_distance(page, root, figure):
+    times = []
+    for knob, key in (("base", "ArrowRight"), ("rotation", "ArrowDown"), ("length", "ArrowLeft"),
+                      ("rotation", "End"), ("base", "End"), ("length", "End"),
+                      ("rotation", "Home"), ("length", "Home"), ("base", "Home")):
+        before, said = drawn(root, "score"), readout(root)
+        times.append(press(page, root, knob, key))
+        assert drawn(root, "score") != before, f"{knob} {key}: the curves did not change"
+        assert readout(root) != said, f"{knob} {key}: the readout did not change"
+        check_distance(root, figure)
+    return times
+
+
+def test_rope_distance_moves_from_the_keyboard(page):
+    figure = rope.rope_distance()
+    root = show(page, figure)
+    v = check_distance(root, figure)
+    assert (v["base"], v["rotation"], v["length"]) == (10_000, "partial", 131072)
+    assert "halfway there (0.875) first at d \u2248 42" in readout(root)
+    times = move_distance(page, root, figure)
+    v = values(root)  # after Home on every knob but rotation's End then Home: the firsts
+    assert (v["base"], v["rotation"], v["length"]) == (10_000, "full", 4096)
+    assert "half (0.5) first at d \u2248 52" in readout(root)
+    print(f"\nchapter 12 RoPE distance, key press to picture (no build): {timing(times)}; "
+          f"redraw {timing(DRAW_MS[-len(times):])}")
+    assert not page.errors, page.errors
+
+
+def test_rope_distance_fits_a_phone(phone_page):
+    """390 x 844 with touch: for every rotation (YaRN's and 25 %'s three legend entries, the
+    longest readouts) the plot, the controls and the readout fit the screen, no page is wider,
+    no text overlaps or is cut; a tap on the length slider redraws the package's numbers."""
+    figure = rope.rope_distance()
+    root = show(phone_page, figure)
+    for label_ in ("full (128 of 128)", "none (NoPE)", "YaRN 4x over 32K", "25 % (32 of 128)"):
+        set_control(phone_page, root, "rotation", label_)
+        check_distance(root, figure)
+        assert phone_page.evaluate(WIDEST) <= 390, label_
+        assert phone_page.evaluate("document.documentElement.scrollWidth") <= 390, label_
+        assert not figure_layout_problems(root), (label_, figure_layout_problems(root))
+    before = values(root)["length"]
+    tap(phone_page, root, root.locator('[data-knob="length"]'), position={"x": 4, "y": 10})
+    assert values(root)["length"] != before
+    check_distance(root, figure)
+    assert phone_page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert not phone_page.errors, phone_page.errors
+
+
+def test_the_distance_figure_lives_in_the_built_book(page, book_url):
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    outside = offline(page, book_url)  # nothing may come from outside the book
+    page.goto(f"{book_url}/{page_with('rope-distance')}", wait_until="load")
+    root = root_of(page, "rope-distance")
+    wait_drawn(page, root)
+    root.scroll_into_view_if_needed()
+    figure = rope.rope_distance()  # the chapter's call may set other starting values
+    check_distance(root, figure)
+    times = move_distance(page, root, figure)
+    print(f"\nchapter 12 RoPE distance (built book), key press to picture: {timing(times)}; "
           f"redraw {timing(DRAW_MS[-len(times):])}")
     assert not errors, errors
     assert not outside, outside
