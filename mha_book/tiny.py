@@ -234,8 +234,8 @@ def save_pretrained(model: nn.Module, path, *, task: str, info: dict | None = No
 
 
 # weight files in mha_book/weights/ that hold other experiments' models, not a tiny transformer
-# chapter 12's position models (mha_book.copy_back); the Shakespeare model (mha_book.language_model)
-_OTHER_WEIGHTS = {"positions", "shakespeare"}
+# chapter 12's position and rotation models (mha_book.copy_back); the Shakespeare model (mha_book.language_model)
+_OTHER_WEIGHTS = {"positions", "rotations", "shakespeare"}
 
 
 def available() -> list:
