@@ -214,7 +214,7 @@ def dense_mask(mask_mod, num_queries, num_keys, *, batch_size=1, num_heads=1, de
 
 def soft_cap(cap):
     """score_mod: cap * tanh(score / cap), Gemma 2's and Grok's logit soft-capping: scores stay
-    in (-cap, cap), almost unchanged while |score| << cap. FlexAttention hands score_mod the
+    in (-cap, cap), almost unchanged while ``|score| << cap``. FlexAttention hands score_mod the
     scaled score q . k * scale, which is what those models cap (Gemma 2: cap = 50)."""
     cap = _checks.check_real("cap", cap)
     if cap <= 0:

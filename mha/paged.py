@@ -130,7 +130,7 @@ class PagedKVCache:
 
     @property
     def nbytes(self):
-        """The pool's bytes, keys and values, allocated once: num_blocks * bytes_per_block."""
+        """The pool's bytes (keys and values, allocated once), num_blocks * bytes_per_block."""
         return self.num_blocks * self.bytes_per_block
 
     @property
@@ -140,8 +140,8 @@ class PagedKVCache:
 
     @property
     def nbytes_wasted(self):
-        """The bytes of held blocks not yet written: the slots after each sequence's last
-        position in its last block, fewer than ``block_size`` per sequence."""
+        """The bytes of held blocks not yet written (the slots after each sequence's last
+        position in its last block), fewer than ``block_size`` slots per sequence."""
         per_position = self.bytes_per_block // self.block_size
         return self.nbytes_in_use - sum(self._lengths.values()) * per_position
 
