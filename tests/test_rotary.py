@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 import mha
 from mha.rotary import apply_rope
 
+# a YaRN stretch used by several tests (4 times over an original context of 4 tokens)
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4}
+
 
 def rope_complex(x, positions, base=10000.0, interleaved=False):
     """The rotation written as a complex multiplication, in float64: pair j -> a + ib, times
@@ -132,6 +135,17 @@ def test_bad_positions_and_inputs_are_rejected():
 # --- RotaryMultiHeadAttention ---------------------------------------------------------------
 
 
+def attend_reference(layer, q, k, v, is_causal):
+    """Plain attention of rotated q (B, H, L, Dh), k and v (B, Hkv, L, Dh), float64, then W_o."""
+    B, H, L, Dh = q.shape
+    k, v = (t.repeat_interleave(H // layer.num_kv_heads, dim=1) for t in (k, v))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(Dh)
+    if is_causal:
+        scores = scores.masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), float("-inf"))
+    out = scores.softmax(-1) @ v  # (B, H, L, Dh)
+    return out.transpose(1, 2).reshape(B, L, H * Dh) @ layer.W_o.weight.double().T
+
+
 def reference_rotary_attention(layer, x, is_causal=False):
     """Explicit per-head computation with the complex-number rotation (float64)."""
     B, L, _ = x.shape
@@ -142,12 +156,7 @@ def reference_rotary_attention(layer, x, is_causal=False):
     v = (x @ layer.W_v.weight.double().T).view(B, L, Hkv, Dh).transpose(1, 2)
     q = rope_complex(q, range(L), layer.base, layer.interleaved)
     k = rope_complex(k, range(L), layer.base, layer.interleaved)
-    k, v = k.repeat_interleave(H // Hkv, dim=1), v.repeat_interleave(H // Hkv, dim=1)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(Dh)
-    if is_causal:
-        scores = scores.masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), float("-inf"))
-    out = scores.softmax(-1) @ v  # (B, H, L, Dh)
-    return out.transpose(1, 2).reshape(B, L, H * Dh) @ layer.W_o.weight.double().T
+    return attend_reference(layer, q, k, v, is_causal)
 
 
 @pytest.mark.parametrize("num_kv_heads", [None, 2, 1])
@@ -268,9 +277,17 @@ def test_cache_decoding_weights_path_and_positions_continue():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (none present)")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_rotary_layer_on_cuda(dtype):
+@pytest.mark.parametrize("options", [
+    {},  # full rotation
+    {"rope_dim": 16, "scaling": YARN, "temperature_tuning": (8, 0.1)},
+    {"rope_dim": 0, "temperature_tuning": (8, 0.1)},  # no positions
+], ids=["full", "partial-yarn-temperature", "nope-temperature"])
+def test_rotary_layer_on_cuda(dtype, options):
+    """The fused path equals the explicit one and decoding equals one call, on a GPU, with the
+    default rotation and with the options of 2025-2026 models."""
     tol = {torch.float32: 2e-5, torch.bfloat16: 2e-2}[dtype]
-    layer = mha.RotaryMultiHeadAttention(256, 8, num_kv_heads=2, device="cuda", dtype=dtype)
+    layer = mha.RotaryMultiHeadAttention(256, 8, num_kv_heads=2, device="cuda", dtype=dtype,
+                                         **options)
     x = torch.randn(2, 64, 256, device="cuda", dtype=dtype)
     fused, _ = layer(x, is_causal=True)
     explicit, _ = layer(x, is_causal=True, need_weights=True)
@@ -366,7 +383,6 @@ def test_bad_rope_dim_is_rejected(rope_dim, error, match):
 
 # --- the layer's new options: rope_dim, scaling, temperature_tuning ---------------------------
 
-YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4}
 LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
           "original_max_position_embeddings": 16}
 
@@ -403,12 +419,7 @@ def reference_layer(layer, x, is_causal=False):
         scales = [1 + attn_scale * math.log(1 + math.floor((p + 1) / floor_scale))
                   for p in range(L)]
         q = q * torch.tensor(scales, dtype=torch.float64)[:, None]
-    k, v = k.repeat_interleave(H // Hkv, dim=1), v.repeat_interleave(H // Hkv, dim=1)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(Dh)
-    if is_causal:
-        scores = scores.masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), float("-inf"))
-    out = scores.softmax(-1) @ v  # (B, H, L, Dh)
-    return out.transpose(1, 2).reshape(B, L, H * Dh) @ layer.W_o.weight.double().T
+    return attend_reference(layer, q, k, v, is_causal)
 
 
 LAYER_OPTIONS = {
@@ -539,22 +550,3 @@ def test_layer_option_errors():
     assert mha.RotaryMultiHeadAttention(12, 4, rope_dim=2).rope_dim == 2
     with pytest.raises(ValueError, match="d_head = d_model / num_heads = 3 must be even"):
         mha.RotaryMultiHeadAttention(12, 4)
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (none present)")
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_new_options_on_cuda(dtype):
-    tol = {torch.float32: 2e-5, torch.bfloat16: 2e-2}[dtype]
-    for options in ({"rope_dim": 16, "scaling": YARN, "temperature_tuning": (8, 0.1)},
-                    {"rope_dim": 0, "temperature_tuning": (8, 0.1)}):
-        layer = mha.RotaryMultiHeadAttention(256, 8, num_kv_heads=2, device="cuda", dtype=dtype,
-                                             **options)
-        x = torch.randn(2, 64, 256, device="cuda", dtype=dtype)
-        fused, _ = layer(x, is_causal=True)
-        explicit, _ = layer(x, is_causal=True, need_weights=True)
-        assert fused.device.type == "cuda" and fused.dtype == dtype
-        torch.testing.assert_close(fused, explicit, atol=tol, rtol=tol)
-        cache = mha.KVCache()
-        steps = [layer(x[:, t:t + 8], is_causal=True, cache=cache)[0] for t in range(0, 64, 8)]
-        torch.testing.assert_close(torch.cat(steps, 1), fused, atol=tol, rtol=tol)

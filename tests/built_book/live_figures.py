@@ -315,6 +315,21 @@ def tap(page, root, target, **position):
                            arg=[root.element_handle(), before], timeout=5_000)
 
 
+def open_in_book(page, book_url, name):
+    """Load the built page that holds the live figure ``name``, from the book's own server only,
+    and wait for the figure to draw: ``(root, errors, outside)``, the figure's element, the
+    page's script errors and the requests that tried to leave the book (assert both stay
+    empty)."""
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    outside = offline(page, book_url)  # nothing may come from outside the book
+    page.goto(f"{book_url}/{page_with(name)}", wait_until="load")
+    root = root_of(page, name)
+    wait_drawn(page, root)
+    root.scroll_into_view_if_needed()
+    return root, errors, outside
+
+
 def page_with(name):
     """The built book's page (its path under _build/html) that holds the live figure ``name``
     (its data-figure): found in the build, so a chapter renumbered renames nothing here."""

@@ -24,18 +24,15 @@ from live_figures import (
     drawn,
     figure_layout_problems,
     label,
-    offline,
-    page_with,
+    open_in_book,
     press,
     readout,
-    root_of,
     same,
     set_control,
     show,
     tap,
     timing,
     values,
-    wait_drawn,
 )
 
 from mha_book.figures import rope
@@ -106,13 +103,7 @@ def test_a_tap_on_a_phone_draws_the_rotated_pairs(phone_page):
 
 
 def test_the_figure_lives_in_the_built_book(page, book_url):
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    outside = offline(page, book_url)  # nothing may come from outside the book
-    page.goto(f"{book_url}/{page_with('rope-rotation')}", wait_until="load")
-    root = root_of(page, "rope-rotation")
-    wait_drawn(page, root)
-    root.scroll_into_view_if_needed()
+    root, errors, outside = open_in_book(page, book_url, "rope-rotation")
     check(root)
     times = move(page, root)
     print(f"\nchapter 12 (built book), key press to picture: {timing(times)}; "
@@ -189,13 +180,7 @@ def test_rope_distance_fits_a_phone(phone_page):
 
 
 def test_the_distance_figure_lives_in_the_built_book(page, book_url):
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    outside = offline(page, book_url)  # nothing may come from outside the book
-    page.goto(f"{book_url}/{page_with('rope-distance')}", wait_until="load")
-    root = root_of(page, "rope-distance")
-    wait_drawn(page, root)
-    root.scroll_into_view_if_needed()
+    root, errors, outside = open_in_book(page, book_url, "rope-distance")
     figure = rope.rope_distance()  # the chapter's call may set other starting values
     check_distance(root, figure)
     times = move_distance(page, root, figure)
