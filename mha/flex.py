@@ -293,6 +293,12 @@ def _check_flex_args(q, k, v, mask_mod, score_mod, sinks, scale, block_size):
                 raise ValueError(
                     f"{name} reads {tensor_name} on device {x.device} but q is on {q.device}: "
                     f"build it from {tensor_name}.to(q.device) (or with device=q.device)")
+            if tensor_name == "document_ids" and not (
+                    x.size(-1) == Lq == Lk and (x.dim() == 1 or x.size(0) == B)):
+                raise ValueError(
+                    f"document_mask's document_ids has shape {tuple(x.shape)} but q and k have "
+                    f"B = {B}, Lq = {Lq}, Lk = {Lk}: it is for self-attention over its L "
+                    f"positions, so it needs L = Lq = Lk (and B rows when it is 2-D)")
     if sinks is not None:
         _checks.check_float_tensor("sinks", sinks)
         if tuple(sinks.shape) != (H,):

@@ -26,10 +26,11 @@ for the rotated features, in Hugging Face's ``rope_parameters`` vocabulary (``sc
   multiply the softmax scale itself by (0.1 mscale_all_dim ln(s) + 1) ** 2, which reaches every
   feature of the score, not only the rotated ones (not done here: a layer's own scale).
 - ``{"rope_type": "llama3", "factor": s, "low_freq_factor": a, "high_freq_factor": b,
-  "original_max_position_embeddings": L}`` (Llama 3.1, Llama 4): the same three bands cut by
-  wavelength 2 pi / theta_j instead of by rotations: wavelengths shorter than L / b kept,
-  longer than L / a divided by s, and between them a blend of the two whose weight grows
-  linearly in L / wavelength. No attention factor.
+  "original_max_position_embeddings": L}`` (Llama 3.1, Llama 4): three bands too, by the
+  turns L / wavelength of pair j over L (wavelength 2 pi / theta_j), with other edges and
+  another blend: more than b turns kept, fewer than a divided by s, and between them a blend
+  whose weight grows linearly in the turns (YaRN's ramp is linear in the pair index j). No
+  attention factor. a = b is a step with no blend (Llama 4 Scout: a = b = 1).
 
 ``scaling=None`` (or ``{"rope_type": "default"}``) is plain RoPE. The base and the rotated
 fraction, which Hugging Face keeps in the same dict (``rope_theta``, ``partial_rotary_factor``),
@@ -125,9 +126,10 @@ def _check_values(rope_type, p):
         low = _number(rope_type, "low_freq_factor", p["low_freq_factor"], minimum=0, strict=True)
         high = _number(rope_type, "high_freq_factor", p["high_freq_factor"], minimum=0,
                        strict=True)
-        if high <= low:
-            raise ValueError(f"scaling['high_freq_factor'] ({high}) must be greater than "
-                             f"scaling['low_freq_factor'] ({low}) (Llama 3.1: 4 and 1)")
+        if high < low:
+            raise ValueError(f"scaling['high_freq_factor'] ({high}) must be at least "
+                             f"scaling['low_freq_factor'] ({low}) (Llama 3.1: 4 and 1; equal, "
+                             f"as in Llama 4 Scout's 1 and 1, is a step with no blend)")
         p["low_freq_factor"], p["high_freq_factor"] = low, high
     if rope_type == "yarn":
         fast = _number(rope_type, "beta_fast", p["beta_fast"], minimum=0, strict=True)
@@ -224,6 +226,9 @@ def _llama3(theta, p):
     s, context = p["factor"], p["original_max_position_embeddings"]
     low, high = p["low_freq_factor"], p["high_freq_factor"]
     wavelength = 2 * math.pi / theta  # (rope_dim/2,) tokens per full turn of pair j
-    # weight of the kept frequency: 1 for wavelengths <= L / high, 0 for >= L / low
-    keep = ((context / wavelength - low) / (high - low)).clamp(0, 1)
+    turns = context / wavelength  # turns of pair j over the original context
+    if high == low:  # no blend: a step at L / low (Llama 4 Scout: 1 and 1)
+        keep = (turns >= low).to(theta.dtype)
+    else:  # weight of the kept frequency: 1 from `high` turns up, 0 below `low`
+        keep = ((turns - low) / (high - low)).clamp(0, 1)
     return theta * keep + theta / s * (1 - keep)

@@ -334,3 +334,18 @@ def teardown_module():
     print("\ntest_flex: largest |flex - package| per test")
     for name, diff in sorted(MAX_DIFF.items()):
         print(f"  {name:<{width}}  {diff:.2e}")
+
+
+@needs_flex
+def test_document_ids_must_cover_the_queries_and_keys():
+    """A document mask is for self-attention over its own positions: ids shorter than the
+    sequence (an index past the end) or Lq != Lk are refused with the shapes named."""
+    q = torch.randn(2, 2, 8, 4)
+    ids = torch.tensor([0, 0, 0, 1, 1, 1])  # 6 positions for 8 tokens
+    with pytest.raises(ValueError, match=r"document_ids has shape \(6,\).*Lq = 8, Lk = 8"):
+        mha.flex.flex_attention(q, q, q, mask_mod=mha.flex.document_mask(ids))
+    ids8 = torch.tensor([0, 0, 0, 1, 1, 1, 1, 1])
+    with pytest.raises(ValueError, match="L = Lq = Lk"):
+        mha.flex.flex_attention(q[:, :, :5], q, q, mask_mod=mha.flex.document_mask(ids8))
+    with pytest.raises(ValueError, match="B rows"):
+        mha.flex.flex_attention(q, q, q, mask_mod=mha.flex.document_mask(ids8[None].repeat(3, 1)))

@@ -199,6 +199,17 @@ def test_activated_flash_impl_equals_the_math_backend(impl):
     with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
         expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         expected_layer, _ = layer(x, is_causal=True)
+    # FA2 gives the same numbers, so count the calls of the new kernel's forward: the test
+    # fails if activating it changed nothing
+    shim = importlib.import_module(f"torch.nn.attention._{impl.lower()}")
+    run_name = f"_{impl.lower()}_run_forward"
+    run, calls = getattr(shim, run_name), []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return run(*args, **kwargs)
+
+    setattr(shim, run_name, counted)
     attention.activate_flash_attention_impl(impl)
     try:
         assert attention.current_flash_attention_impl() == impl
@@ -207,6 +218,8 @@ def test_activated_flash_impl_equals_the_math_backend(impl):
             out_layer, _ = layer(x, is_causal=True)
     finally:
         attention.restore_flash_attention_impl()
+        setattr(shim, run_name, run)
+    assert len(calls) >= 2, f"{impl} was activated but its forward ran {len(calls)} times"
     torch.testing.assert_close(out, expected, **TOLERANCES[torch.bfloat16])
     torch.testing.assert_close(out_layer, expected_layer, **TOLERANCES[torch.bfloat16])
 

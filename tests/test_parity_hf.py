@@ -492,7 +492,7 @@ FREQUENCY_CASES = {  # name: (rope_type, head_dim, base, params, partial_rotary_
                                               "high_freq_factor": 4.0,
                                               "original_max_position_embeddings": 8192}, 1.0),
     "Llama 4 Scout": ("llama3", 128, 500000.0, {"factor": 16.0, "low_freq_factor": 1.0,
-                                                "high_freq_factor": 4.0,
+                                                "high_freq_factor": 1.0,  # a step
                                                 "original_max_position_embeddings": 8192}, 1.0),
     "llama3, half rotated": ("llama3", 64, 10000.0, {"factor": 8.0, "low_freq_factor": 2.0,
                                                      "high_freq_factor": 8.0,

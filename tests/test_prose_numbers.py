@@ -96,6 +96,11 @@ NOT_COMPUTED = {
         2.7: "FlashAttention-4's speed-up over Triton on a B200 (Zadouri et al. 2026)",
         9.13: "the cuDNN version FlashAttention-4 compares with (Zadouri et al. 2026)",
     },
+    "14": {
+        1.87: "DeepSeek-V3's extra YaRN scale, (0.1 * ln 40 + 1) ** 2 = 1.874 "
+              "(modeling_deepseek_v3.py: mscale_all_dim 1, factor 40)",
+        5.24: "the transformers version requirements-parity.txt pins",
+    },
     "15": {
         3.1: "the model name Llama 3.1 8B (Grattafiori et al. 2024), the shape of Llama 3 8B",
     },

@@ -227,7 +227,7 @@ def test_frequencies_lie_between_theta_over_s_and_theta(half, base, scaling):
      "not both"),
     (yarn(4.0, 64, attention_factor=0.0), ValueError, r"attention_factor'\] \(yarn\) must be"),
     (yarn(4.0, 64, truncate="no"), TypeError, r"scaling\['truncate'\] \(yarn\) must be a bool"),
-    (llama3(8.0, 4.0, 1.0, 8192), ValueError, "high_freq_factor.*greater than"),
+    (llama3(8.0, 4.0, 1.0, 8192), ValueError, "high_freq_factor.*must be at least"),
     (llama3(8.0, 0.0, 4.0, 8192), ValueError, "low_freq_factor.*> 0"),
 ])
 def test_bad_scaling_is_rejected(scaling, error, match):
@@ -252,3 +252,17 @@ def test_check_scaling_fills_defaults_and_copies():
                        "attention_factor": None, "truncate": True}
     assert checked is not given and given == yarn(4, 4096)
     assert check_scaling(None) is None
+
+
+def test_llama3_with_equal_factors_is_a_step_as_in_llama4_scout():
+    """Llama 4 Scout sets low_freq_factor = high_freq_factor = 1: no blend, every pair that
+    turns less than once over the original context is divided by the factor, the rest kept."""
+    from mha.rope_scaling import rope_frequencies as freqs
+
+    plain, _ = freqs(128, base=500000.0)
+    theta, factor = freqs(128, base=500000.0, scaling=llama3(16.0, 1.0, 1.0, 8192))
+    turns = 8192 * plain / (2 * math.pi)
+    assert factor == 1.0
+    assert torch.equal(theta[turns >= 1], plain[turns >= 1])
+    assert torch.allclose(theta[turns < 1], plain[turns < 1] / 16)
+    assert 0 < int((turns < 1).sum()) < 64

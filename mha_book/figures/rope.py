@@ -20,8 +20,9 @@ rotary positions at m and n = m - d, the expected score over d_head is
 d_head - rope_dim features left unrotated contributes 1. The reader picks the base (theta_j =
 base ** (-2j / rope_dim), j < rope_dim / 2, from ``mha.rope_scaling.rope_frequencies``), the
 length (the distances drawn: 1 to it, log2-spaced, 5 points an octave) and the rotation: full
-(rope_dim = 128), 25 % (32 of 128, Qwen3-Next's share: it rotates 64 of 256; the curve levels
-off at the floor (128 - 32) / 128 = 0.75), none (NoPE, Llama 4's every fourth layer: 1 at
+(rope_dim = 128), 25 % (32 of 128, Qwen3-Next's share: it rotates 64 of 256; the curve settles
+around the unrotated share (128 - 32) / 128 = 0.75 and ripples about it, since the rotated
+pairs' cosines go negative too), none (NoPE, Llama 4's every fourth layer: 1 at
 every distance) or YaRN 4x over an original context of 32K (Qwen 3's setting: the frequencies
 of ``rope_frequencies(128, base=..., scaling={"rope_type": "yarn", "factor": 4,
 "original_max_position_embeddings": 32768})``: the slow pairs turn 4x slower, so that part of
@@ -32,8 +33,8 @@ the readout). Each point is the curve's mean over the distances d / 2 ** 0.25 to
 (sin(b theta) - sin(a theta)) / ((b - a) theta)): the fast pairs' cosines swing once every few
 positions, and 5 samples an octave of them would alias into noise; their mean is what the eye
 should see, and the slow pairs' ripples (RoFormer's oscillations) survive it. The readout also
-gives the exact value at the chosen length. Full rotation is drawn dashed beside every other
-rotation for reference.
+gives the exact value at the chosen length. Plain RoPE over the whole head is drawn dashed
+beside every other rotation for reference.
 
 Each ``*_state`` function is the figure's data for one setting of the controls (pure torch); the
 figure lists it for every setting (``mha.live.figure``).
@@ -180,7 +181,7 @@ BASE_USERS = {10_000: "RoFormer, Llama 2; Gemma 3's local layers", 100_000: "",
 ROTATIONS = ("full", "partial", "none", "yarn")
 ROTATION_LABELS = ("full (128 of 128)", "25 % (32 of 128)", "none (NoPE)", "YaRN 4x over 32K")
 #: the legend's names
-SERIES_LABELS = {"full": "full rotation", "partial": "25 % rotated", "none": "no rotation",
+SERIES_LABELS = {"full": "plain RoPE (full)", "partial": "25 % rotated", "none": "no rotation",
                  "yarn": "YaRN 4x"}
 PARTIAL = 32  # the features the partial rotation turns: 25 % of 128 (Qwen3-Next: 64 of 256)
 YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
@@ -271,14 +272,14 @@ def distance_state(base, rotation, length):
     y, full = list(curve(base, rotation)[:n]), list(curve(base, "full")[:n])
     theta, factor = frequencies(base, rotation)
     rope_dim, D = 2 * theta.numel(), DISTANCE_D_HEAD
-    floor = (D - rope_dim) / D
+    level = (D - rope_dim) / D  # the unrotated features' share: what the curve settles around
     exact = float(expected_score(length, theta))
     s, L0 = YARN["factor"], YARN["original_max_position_embeddings"]
     series = {SERIES_LABELS[rotation]: y}
     if rotation != "full":
-        series["full rotation"] = full
+        series[SERIES_LABELS["full"]] = full
     if rotation == "partial":
-        series[f"floor {floor:g}"] = [floor] * n
+        series[f"unrotated share {level:g}"] = [level] * n
     stretched = list(curve(base, "full", s)[:n])
     if rotation == "yarn":
         series[f"full at d/{s:g}"] = stretched
@@ -291,26 +292,26 @@ def distance_state(base, rotation, length):
     say = {"full": "full rotation", "partial": f"25 % rotated ({rope_dim} of {D} features)",
            "none": "no rotation (NoPE, as in Llama 4's every fourth layer)",
            "yarn": f"YaRN {s:g}x over {L0 // 1024}K"}
-    half, level = None, (1 + floor) / 2
+    half, halfway_level = None, (1 + level) / 2
     text = f"{head}, {say[rotation]}: "
     if rotation == "yarn":
         slowed, kept, ramp = _yarn_pairs(base)
         text += (f"{slowed} slow pairs (a wavelength over {L0:,}) turn {s:g}x slower, {kept} "
                  f"fast ones (32 turns or more in {L0:,}) as before, {ramp} between. ")
     if rotation == "none":
-        text += (f"a key equal to the query scores 1 at every distance; with full rotation, "
+        text += (f"a key equal to the query scores 1 at every distance; with plain RoPE, "
                  f"{full[-1]:.3f} at {length:,}.")
     else:
-        half = _halfway(x, y, level)
+        half = _halfway(x, y, halfway_level)
         text += (f"{'A' if rotation == 'yarn' else 'a'} key equal to the query scores "
                  f"{y[-1]:.3f} at distance {length:,} (exactly there: {exact:.3f})")
         if rotation == "partial":
-            text += f", full rotation {full[-1]:.3f}"
+            text += f", plain RoPE {full[-1]:.3f}"
         elif rotation == "yarn":
-            text += f", full rotation {stretched[-1]:.3f} at {length:,}/{s:g}"
+            text += f", plain RoPE {stretched[-1]:.3f} at {length:,}/{s:g}"
         if rotation == "partial":
-            text += (f". It tends to the floor {D - rope_dim}/{D} = {floor:g} of its unrotated "
-                     f"features; halfway there ({level:g}) ")
+            text += (f". It settles around the {D - rope_dim}/{D} = {level:g} of its unrotated "
+                     f"features, rippling about it; halfway there ({halfway_level:g}) ")
         else:
             text += "; half (0.5) "
         text += f"first at d \u2248 {_sig(half)}." if half else f"never, up to {length:,}."
@@ -319,7 +320,7 @@ def distance_state(base, rotation, length):
                  f"out of the curve).")
     return {"views": {"score": view}, "readout": text,
             "state": {"base": base, "rotation": rotation, "length": length,
-                      "rope_dim": rope_dim, "floor": floor, "score": y[-1], "exact": exact,
+                      "rope_dim": rope_dim, "level": level, "score": y[-1], "exact": exact,
                       "full": full[-1], "halfway": half, "attention_factor": factor}}
 
 
@@ -338,10 +339,11 @@ def rope_distance(base=10_000, rotation="partial", length=131072):
         state_fn=distance_state,
         alt="A line plot of the expected score of a key identical to the query (128 features "
             "drawn i.i.d. from N(0, 1), divided by 128: 1 at distance 0) against the distance, "
-            "1 to the chosen length on a log scale, each point the mean over a quarter octave "
-            "either side. "
-            "Full rotation falls from 1 toward 0 in ripples, sooner for a small base; 25 % "
-            "rotation falls only to the floor 0.75 that its 96 unrotated features keep; no "
-            "rotation is flat at 1; YaRN 4x over 32K draws the slow pairs' part of the full "
-            "curve stretched 4 times longer. Full rotation is drawn dashed beside the others, "
-            "with the floor or the full curve at a quarter of the distance where they apply.")
+            "1 to the chosen length on a log scale, each point the mean over 0.84 to 1.19 "
+            "times its distance. "
+            "Plain RoPE falls from 1 toward 0 in ripples, sooner for a small base; 25 % "
+            "rotation settles around the 0.75 that its 96 unrotated features keep, rippling "
+            "about it; no rotation is flat at 1; YaRN 4x over 32K follows plain RoPE at short "
+            "distances and stretches the slow pairs' part of the curve 4 times longer. Plain "
+            "RoPE is drawn dashed beside the others, with the unrotated share or the plain "
+            "curve at a quarter of the distance where they apply.")
