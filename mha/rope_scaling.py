@@ -221,8 +221,8 @@ def _yarn_attention_factor(p):
 
 
 def _llama3(theta, p):
-    """Llama 3.1: (rope_dim/2,) frequencies, by wavelength: short kept, long divided by s,
-    a linear blend between."""
+    """Llama 3.1: (rope_dim/2,) frequencies, by the turns of each pair over the original
+    context: many kept, fewer than ``low`` divided by s, a blend linear in the turns between."""
     s, context = p["factor"], p["original_max_position_embeddings"]
     low, high = p["low_freq_factor"], p["high_freq_factor"]
     wavelength = 2 * math.pi / theta  # (rope_dim/2,) tokens per full turn of pair j

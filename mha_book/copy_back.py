@@ -170,13 +170,18 @@ def load_models(path=None, device=None):
     ``path`` is a file written by ``python -m mha_book.copy_back --out FILE``; the default, None,
     loads the weights shipped with the package, ``mha_book/weights/positions.pt`` (``WEIGHTS``).
     """
+    return _load(WEIGHTS if path is None else path, device)
+
+
+def _load(path, device):
+    """The models of a weights file: ({its key: CopyBackModel in eval mode}, info)."""
     device = _checks.check_device_arg("device", device)
-    blob = torch.load(WEIGHTS if path is None else path, map_location="cpu", weights_only=True)
+    blob = torch.load(path, map_location="cpu", weights_only=True)
     models = {}
-    for scheme, state in blob["state_dicts"].items():
-        model = CopyBackModel(**blob["configs"][scheme])
+    for key, state in blob["state_dicts"].items():
+        model = CopyBackModel(**blob["configs"][key])
         model.load_state_dict(state)
-        models[scheme] = model.to(device or "cpu").eval()
+        models[key] = model.to(device or "cpu").eval()
     return models, blob["info"]
 
 
@@ -184,16 +189,12 @@ def load_rotations(path=None, device=None):
     """The rotation models: ``({(rotation, seed): CopyBackModel}, info)`` for every rotation of
     ``ROTATIONS`` and seed of ``ROTATION_SEEDS``, in eval mode on ``device`` (default cpu).
     ``path`` defaults to the shipped ``mha_book/weights/rotations.pt``."""
-    device = _checks.check_device_arg("device", device)
-    path = ROTATION_WEIGHTS if path is None else path
-    blob = torch.load(path, map_location="cpu", weights_only=True)
-    models = {}
-    for key, state in blob["state_dicts"].items():
+    models, info = _load(ROTATION_WEIGHTS if path is None else path, device)
+    by_key = {}
+    for key, model in models.items():  # "rotation/seed" -> (rotation, seed)
         rotation, seed = key.rsplit("/", 1)
-        model = CopyBackModel(**blob["configs"][key])
-        model.load_state_dict(state)
-        models[rotation, int(seed)] = model.to(device or "cpu").eval()
-    return models, blob["info"]
+        by_key[rotation, int(seed)] = model
+    return by_key, info
 
 
 def _train_rotations(steps):
