@@ -273,6 +273,15 @@ def local_page(browser):
     return context, page, outside
 
 
+def shown_text(page, root):
+    """The text a reader sees in ``root``: Lab renders only the cells in view (a cell scrolled
+    out of the notebook's window reads as empty), so bring it into view and wait for its text."""
+    root.scroll_into_view_if_needed()
+    page.wait_for_function("el => el.innerText.trim().length > 0", arg=root.element_handle(),
+                           timeout=10_000)
+    return root.inner_text()
+
+
 def open_figure(page, lab, chapter, figure):
     """``chapter`` opened and run in Lab; the root of its live figure ``figure``, drawn."""
     open_and_run_all(page, lab, chapter)
@@ -355,7 +364,7 @@ def test_chapter_14_figures_move_in_jupyterlab(browser, lab):
         set_slider(rank, modern_layers.KV_RANKS.index(1024))
         page.wait_for_function("el => JSON.parse(el.dataset.state).kv_rank === 1024",
                                arg=root.element_handle(), timeout=10_000)
-        assert "61 x (1024 + 64) x 2 bytes = 132,736 bytes" in root.inner_text()
+        assert "61 x (1024 + 64) x 2 bytes = 132,736 bytes" in shown_text(page, root)
 
         sink = page.locator('.mha-live[data-figure="window-sink"]').first
         knob = sink.locator('[data-knob="sink"]')
@@ -368,7 +377,7 @@ def test_chapter_14_figures_move_in_jupyterlab(browser, lab):
         expected, _ = modern_layers.sink_weights(0, "full", 12)
         torch.testing.assert_close(torch.tensor(drawn, dtype=torch.float32).reshape(
             expected.shape), expected, atol=2e-3, rtol=0)
-        assert "73.1% on the sink" in sink.inner_text()
+        assert "73.1% on the sink" in shown_text(page, sink)
         bar_stays_beside_its_view(page, sink, "sink", "shares")
         assert not outside, f"requests outside localhost: {outside}"
     finally:
@@ -401,7 +410,7 @@ def test_chapter_15_figures_move_in_jupyterlab(browser, lab):
         expected = fixed_state.run("linear attention")[4][0]
         torch.testing.assert_close(torch.tensor(drawn, dtype=torch.float32).reshape(
             expected.shape), expected, atol=1e-3, rtol=0)
-        assert "an overwrite" in root.inner_text()
+        assert "an overwrite" in shown_text(page, root)
 
         memory = page.locator('.mha-live[data-figure="hybrid-memory"]').first
         knob = memory.locator('[data-knob="context"]')
@@ -416,7 +425,7 @@ def test_chapter_15_figures_move_in_jupyterlab(browser, lab):
             arg=memory.element_handle(), timeout=10_000)
         state = json.loads(memory.get_attribute("data-state"))
         assert state["bytes"][0] == HYBRIDS["OLMo-Hybrid-7B"].cache_bytes(32768)
-        assert "lies on Llama 3 8B" in memory.inner_text()
+        assert "lies on Llama 3 8B" in shown_text(page, memory)
         assert not outside, f"requests outside localhost: {outside}"
     finally:
         context.close()
