@@ -107,13 +107,28 @@ def test_shipped_rotation_models_rotate_what_their_name_says(rotations):
 
 def test_the_rotation_command_reproduces_a_shipped_model(rotations):
     """`python -m mha_book.copy_back --rotations` trains each model with DEFAULTS and its seed:
-    retraining one gives the shipped weights (on this machine, to float rounding)."""
+    retraining one gives the shipped model's function (its loss, its answers, its weights
+    where they matter). Not every weight: the key bias of an unrotated feature adds q . b_k to
+    every score of a query, which the softmax ignores, so its gradient is float rounding alone;
+    Adam scales that noise up to full steps, and a CPU with other vector units lands elsewhere
+    (on one of ours the values differed by 5e-3, every answer the same)."""
     models, info = rotations
     assert info["command"].startswith("python -m mha_book.copy_back --rotations")
-    retrained, _ = P.train_copy_back("rotary", seed=1, rope_dim=P.ROTATIONS["quarter"])
-    shipped = models["quarter", 1].state_dict()
+    retrained, losses = P.train_copy_back("rotary", seed=1, rope_dim=P.ROTATIONS["quarter"])
+    retrained.eval()
+    shipped_model = models["quarter", 1]
+    assert losses[-1] == pytest.approx(info["final_loss"]["quarter/1"], rel=1e-3)
+    ids, _ = P.copy_back_batch(64, 48, generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        torch.testing.assert_close(retrained(ids)[0], shipped_model(ids)[0], atol=1e-3,
+                                   rtol=1e-3)
+    for length in (16, 64):
+        assert torch.equal(P.accuracy_by_position(retrained, length)[3:],
+                           P.accuracy_by_position(shipped_model, length)[3:])
+    shipped = shipped_model.state_dict()
     for name, value in retrained.state_dict().items():
-        assert torch.allclose(value, shipped[name], atol=1e-4), name
+        if name != "attn.W_k.bias":
+            assert torch.allclose(value, shipped[name], atol=1e-3), name
 
 
 def test_rope_dim_is_for_the_rotary_scheme_only():
