@@ -489,11 +489,12 @@ def main(argv):
         signal.signal(signum, interrupt)
     try:
         with Hub(args.dir, args.chapters) as hub:
-            print(f"JupyterHub at {hub.url}/hub/login: users "
-                  f"{', '.join(hub.users)}, password {hub.password}\n"
-                  "teacher: Nbgrader > Formgrader (course in ~/course); "
-                  "Ctrl-C stops everything", flush=True)
-            try:
+            try:  # a Ctrl-C from here on, even during the banner, says so
+                # one write: a signal cannot land between the lines
+                print(f"JupyterHub at {hub.url}/hub/login: users "
+                      f"{', '.join(hub.users)}, password {hub.password}\n"
+                      "teacher: Nbgrader > Formgrader (course in ~/course); "
+                      "Ctrl-C stops everything\n", end="", flush=True)
                 while hub.proc.poll() is None:
                     time.sleep(1)
             finally:

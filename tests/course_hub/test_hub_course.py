@@ -446,6 +446,8 @@ def test_ctrl_c_stops_a_hub_started_in_the_background(tmp_path):
                           line)
         assert match, line + proc.stdout.read()
         url = match[1]
+        # the banner's second line: the script waits for Ctrl-C after it
+        assert "Ctrl-C stops everything" in proc.stdout.readline()
         assert len(hub.marked_processes()) >= 2  # the hub and its proxy
         proc.send_signal(signal.SIGINT)
         assert proc.wait(90) == 0
