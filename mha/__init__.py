@@ -2,8 +2,9 @@
 
 Functions, masks, layers, caches, positions, counts, model configurations and analysis tools.
 Everything public is importable from here; ``mha.viz`` (matplotlib and seaborn), ``mha.live``
-(live figures), ``mha.counts``, ``mha.configs``, ``mha.positions`` and ``mha.head_scores`` are
-imported on first use, so ``import mha`` needs only torch. The book's own code (tasks, tiny
+(live figures), ``mha.counts``, ``mha.configs``, ``mha.positions``, ``mha.head_scores`` and
+``mha.distributed`` (several devices) are imported on first use, so ``import mha`` needs only
+torch. The book's own code (tasks, tiny
 models, training, the explorer, figures, exercises) is the separate package ``mha_book``, which
 imports ``mha`` and never the reverse.
 """
@@ -82,6 +83,6 @@ __all__ = [
     "valid_lens_to_mask",
 ]
 
-_LAZY = ("viz", "counts", "configs", "live", "head_scores")
+_LAZY = ("viz", "counts", "configs", "live", "head_scores", "distributed")
 
 __getattr__, __dir__ = lazy_submodules(__name__, _LAZY, globals())

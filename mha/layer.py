@@ -52,6 +52,9 @@ class MultiHeadAttention(nn.Module):
     """
 
     attn_implementation = AttentionName("sdpa")
+    #: None, or the number of devices ``mha.distributed.tensor_parallel`` split
+    #: the heads over (num_heads, num_kv_heads are then this rank's)
+    tp_world = None
 
     def __init__(self, d_model, num_heads, *, num_kv_heads=None, kdim=None, vdim=None,
                  bias=False, dropout=0.0, device=None, dtype=None):
@@ -122,11 +125,13 @@ class MultiHeadAttention(nn.Module):
         """Project and split into heads: q (B, H, Lq, Dh), k and v
         (B, Hkv, Lk, Dh), q and k normalised with ``qk_norm``, and the gate's
         logits (B, Lq, H*Dh) with ``gate`` (else None). Self-attention does it
-        in one packed matmul, ``W_g`` included."""
+        in one packed matmul, ``W_g`` included (not when the weights are
+        split over devices, ``tp_world``: each projection then shards its
+        own)."""
         H, Hkv, Dh = self.num_heads, self.num_kv_heads, self.d_head
         linears = [self.W_q, self.W_k, self.W_v]
         linears += [self.W_g] if self.gate else []
-        if query is key is value:
+        if query is key is value and self.tp_world is None:
             # (H*Dh + 2*Hkv*Dh [+ H*Dh], D): all the weights, one matmul
             weight = torch.cat([m.weight for m in linears])
             bias = (None if self.W_q.bias is None
@@ -179,6 +184,9 @@ class MultiHeadAttention(nn.Module):
         """Remove the query heads in ``heads`` (a list of int indices) for good (rows of W_q,
         columns of W_o; and the rows of W_k and W_v when no other head uses them;
         those heads' rows of W_g and entries of sinks). Returns self."""
+        if self.tp_world is not None:
+            raise ValueError("prune_heads cannot change a layer whose heads "
+                             "tensor_parallel split over devices: prune first")
         heads = _checks.check_heads(heads, self.num_heads)
         keep = [h for h in range(self.num_heads) if h not in heads]
         _prune_heads(self, heads)

@@ -101,6 +101,10 @@ NOT_COMPUTED = {
               "(modeling_deepseek_v3.py: mscale_all_dim 1, factor 40)",
         5.24: "the transformers version requirements-parity.txt pins",
     },
+    "16": {
+        8.3: "the name of Megatron-LM's largest model (8.3B parameters; Shoeybi et al. 2019)",
+        1024.0: "the sequence lengths the open experiment suggests (an input the text chooses)",
+    },
     "15": {
         3.1: "the model name Llama 3.1 8B (Grattafiori et al. 2024), the shape of Llama 3 8B",
     },
