@@ -5,10 +5,11 @@ arguments, refused before any process starts. After every call no child process 
 
 The rank functions are defined here at the top level: the spawned processes import them from
 this module (pytest puts tests/ on ``sys.path``, which the children inherit). Each launch costs
-seconds (a fresh Python importing torch a rank), so each test makes one.
+seconds (a fresh Python importing torch a rank), so each failure test makes one, and the return
+values come from the launches of 2 and 4 ranks that this file shares with the tensor- and
+sequence-parallel tests (``distributed_shared``).
 """
 
-import multiprocessing
 import os
 import signal
 import sys
@@ -18,14 +19,10 @@ import types
 import pytest
 import torch
 import torch.distributed as dist
+from distributed_shared import children, resource_tracker_pid, shared_launch
 
 import mha.distributed as md
-
-try:
-    import psutil
-except ImportError:  # only multiprocessing's own bookkeeping then
-    psutil = None
-
+import mha.distributed._launch as launch_module
 
 # --- what the ranks run ----------------------------------------------------------------------
 
@@ -68,35 +65,35 @@ def sleeps(rank, world_size):
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def children():
-    """The pids of this process's live children (new ones only count: compare two calls)."""
-    pids = {p.pid for p in multiprocessing.active_children()}
-    if psutil is not None:
-        pids |= {p.pid for p in psutil.Process().children(recursive=True)
-                 if p.status() != psutil.STATUS_ZOMBIE}
-    return pids
-
-
 @pytest.fixture
 def no_process_left():
     """Fails the test if a process it started is still alive at its end (the multiprocessing
     resource tracker, started once and kept by design, aside)."""
     before = children()
     yield
-    from multiprocessing import resource_tracker
-    tracker = getattr(resource_tracker._resource_tracker, "_pid", None)
-    left = children() - before - {tracker}
+    left = children() - before - {resource_tracker_pid()}
     assert not left, f"processes left behind: {sorted(left)}"
+
+
+@pytest.fixture
+def short_grace(monkeypatch):
+    """The seconds the other ranks get after one fails: 0.5 instead of 3, for a test that
+    waits all of it (a rank sleeps) and whose checks hold whether the rank in a collective
+    reports its peer's error within it or is stopped."""
+    monkeypatch.setattr(launch_module, "GRACE", 0.5)
 
 
 # --- tests -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("world", [2, 4])
-def test_returns_each_ranks_value_in_rank_order(world, no_process_left):
-    omp, start = os.environ.get("OMP_NUM_THREADS"), time.perf_counter()
-    results = md.launch(report, world, 10, backend="gloo")
-    elapsed = time.perf_counter() - start
+def test_returns_each_ranks_value_in_rank_order(world, tmp_path_factory, no_process_left):
+    # the shared launch's ranks ran report(rank, world, 10) (and the other files' checks)
+    shared = shared_launch(world, tmp_path_factory)
+    results = [r["launch"] for r in shared["results"]]
+    omp, omp_after = shared["omp"]
+    elapsed = shared["seconds"]
+    assert shared["left"] == [], f"processes left behind: {shared['left']}"
     assert [r["rank"] for r in results] == list(range(world))
     expected_sum = 10.0 * sum(range(world))
     for rank, r in enumerate(results):
@@ -104,11 +101,12 @@ def test_returns_each_ranks_value_in_rank_order(world, no_process_left):
         assert r["threads"] == 1 and r["omp"] == "1"  # one CPU thread a rank
         assert r["sum"] == expected_sum  # the process group works
         assert torch.equal(r["tensor"], torch.full((2,), float(rank)))
-    assert os.environ.get("OMP_NUM_THREADS") == omp  # this process's own setting is back
+    assert omp_after == omp  # the launching process's own setting is back
     assert elapsed < 120, f"{world} processes took {elapsed:.1f} s"
 
 
-def test_a_value_error_names_its_rank_and_the_others_are_stopped(no_process_left):
+def test_a_value_error_names_its_rank_and_the_others_are_stopped(short_grace,
+                                                                  no_process_left):
     start = time.perf_counter()
     with pytest.raises(ValueError, match="rank 1 of 3 raised ValueError: rank one found a bad "
                                          "value") as info:
@@ -141,8 +139,8 @@ def test_different_exception_types_give_a_runtime_error(no_process_left):
 
 def test_timeout_stops_every_rank(no_process_left):
     start = time.perf_counter()
-    with pytest.raises(TimeoutError, match="did not all end within timeout=2.0 s"):
-        md.launch(sleeps, 2, backend="gloo", timeout=2)
+    with pytest.raises(TimeoutError, match="did not all end within timeout=1.0 s"):
+        md.launch(sleeps, 2, backend="gloo", timeout=1)
     assert time.perf_counter() - start < 30
 
 

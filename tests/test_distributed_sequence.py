@@ -1,8 +1,9 @@
 """Sequence parallelism on 2 and 4 gloo processes: ring attention (contiguous and zigzag) and
 DeepSpeed-Ulysses equal the one-device attention on every rank's rows, ``traffic()`` measures
 exactly the bytes of ``layout.sent_bytes`` and the causal work of ``layout.causal_blocks``, and
-bad input raises on every rank (none waits for another). One ``launch`` per world size runs
-many checks: each launch costs seconds.
+bad input raises on every rank (none waits for another). One ``launch`` per world size, shared
+with the other distributed test files (``distributed_shared``), runs many checks: each launch
+costs seconds.
 
 The workers are top-level functions of this module, which the spawned processes import (pytest
 puts tests/ on sys.path, and the children inherit it).
@@ -13,6 +14,7 @@ import multiprocessing
 import pytest
 import torch
 import torch.distributed as dist
+from distributed_shared import shared_launch
 
 import mha
 import mha.distributed as md
@@ -150,9 +152,10 @@ def check_errors(rank, world):
 
 
 @pytest.fixture(scope="module", params=[2, 4], ids=["2 ranks", "4 ranks"])
-def world_results(request):
+def world_results(request, tmp_path_factory):
     world = request.param
-    return world, md.launch(check_many, world, backend="gloo")
+    # the shared launch's ranks ran check_many(rank, world) (and the other files' checks)
+    return world, [r["sequence"] for r in shared_launch(world, tmp_path_factory)["results"]]
 
 
 def test_every_rank_gets_its_rows_of_the_full_attention(world_results):

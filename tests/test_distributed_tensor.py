@@ -7,10 +7,12 @@ one-device gradients; a cache and need_weights work on the rank's heads; bad lay
 ValueError on every rank. The unsharded layer still projects with one packed matmul.
 
 The rank functions are at the top level of this module: the spawned processes import them
-from it. Each launch costs seconds, so one launch a world size runs every check.
+from it. Each launch costs seconds, so one launch a world size, shared with the other
+distributed test files (``distributed_shared``), runs every check.
 """
 
 import copy
+import functools
 import multiprocessing
 import warnings
 
@@ -18,6 +20,7 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from distributed_shared import shared_launch
 from torch import nn
 from torch.distributed.device_mesh import init_device_mesh
 from torch.overrides import TorchFunctionMode
@@ -25,11 +28,6 @@ from torch.overrides import TorchFunctionMode
 import mha
 import mha.distributed as md
 from mha.distributed import layout
-
-try:
-    from torch.distributed.tensor.debug import CommDebugMode
-except ImportError:  # torch < 2.5
-    from torch.distributed._tensor.debug import CommDebugMode
 
 B, L, D = 2, 6, 32  # batch, length, d_model (d_head 4 with 8 heads)
 ATOL = 1e-5
@@ -57,19 +55,34 @@ CASES = {
 WHOLE = ("q_norm.weight", "k_norm.weight", "relative_key.weight", "relative_value.weight")
 
 
-class CommRecorder(CommDebugMode):
-    """``CommDebugMode`` (which counts the collectives) that also records the number of
-    elements of every tensor an all-reduce sends."""
+def comm_recorder():
+    """A ``CommDebugMode`` (which counts the collectives) that also records the number of
+    elements of every tensor an all-reduce sends (``.sizes``)."""
+    return _comm_recorder_class()()
 
-    def __init__(self):
-        super().__init__()
-        self.sizes = []
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        plain = not any(t.__name__ == "DTensor" for t in types)
-        if plain and "all_reduce" in str(func) and args and isinstance(args[0], torch.Tensor):
-            self.sizes.append(args[0].numel())
-        return super().__torch_dispatch__(func, types, args, kwargs)
+@functools.cache
+def _comm_recorder_class():
+    """Made when first needed: the debug module takes most of a second to import, and every
+    process that runs a rank of these tests, or collects them, imports this module."""
+    try:
+        from torch.distributed.tensor.debug import CommDebugMode
+    except ImportError:  # torch < 2.5
+        from torch.distributed._tensor.debug import CommDebugMode
+
+    class CommRecorder(CommDebugMode):
+        def __init__(self):
+            super().__init__()
+            self.sizes = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            plain = not any(t.__name__ == "DTensor" for t in types)
+            if (plain and "all_reduce" in str(func) and args
+                    and isinstance(args[0], torch.Tensor)):
+                self.sizes.append(args[0].numel())
+            return super().__torch_dispatch__(func, types, args, kwargs)
+
+    return CommRecorder
 
 
 def rows(heads, d_head):
@@ -108,10 +121,10 @@ def check_case(rank, world, name, device):
 
     mesh = init_device_mesh(device.type, (world,))
     assert md.tensor_parallel(split, mesh) is split
-    with CommRecorder() as comm:
+    with comm_recorder() as comm:
         out, _ = split(x, **kw)
     counts = {str(k): v for k, v in comm.get_comm_counts().items()}
-    with CommRecorder() as backward_comm, warnings.catch_warnings():
+    with comm_recorder() as backward_comm, warnings.catch_warnings():
         # the recorder's module hooks, when the input needs no gradient
         warnings.filterwarnings("ignore", message="Full backward hook is firing")
         (out * data["target"]).sum().backward()
@@ -272,8 +285,9 @@ def assert_all_match(results, world):
 
 
 @pytest.mark.parametrize("world", [2, 4])
-def test_split_layer_equals_one_device(world):
-    results = md.launch(check_many, world, backend="gloo")
+def test_split_layer_equals_one_device(world, tmp_path_factory):
+    # the shared launch's ranks ran check_many(rank, world) (and the other files' checks)
+    results = [r["tensor"] for r in shared_launch(world, tmp_path_factory)["results"]]
     assert_all_match(results, world)
     refusals = [r["refusals"] for r in results]
     assert all(m == refusals[0] for m in refusals), refusals  # every rank says the same

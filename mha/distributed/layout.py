@@ -135,6 +135,7 @@ def sent_bytes(scheme, *, world, seq_len, d_model, num_heads, num_kv_heads, batc
       (world - 1)/world of the rank's block: (world - 1)/world x B (L/world) d_head x
       (2H + 2 max(Hkv, world)) x dtype_bytes (key/value heads copied up to one a rank when
       there are fewer than devices).
+
     One device sends nothing."""
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}; got {scheme!r}")
