@@ -409,9 +409,9 @@ def device_layout(num_heads=128, num_kv_heads=8, world=8, seq_len=8192, scheme="
     """Chapter 16: who holds which heads and positions on W devices, and what each rank sends."""
     return Figure(
         name="device-layout", title="One attention layer on many devices",
-        controls=[select("num_heads", "query heads H", NUM_HEADS, num_heads),
-                  select("num_kv_heads", "key/value heads Hkv", NUM_KV_HEADS, num_kv_heads),
-                  slider("world", "devices W", WORLDS, world),
+        controls=[select("num_heads", "query heads", NUM_HEADS, num_heads),
+                  select("num_kv_heads", "key/value heads", NUM_KV_HEADS, num_kv_heads),
+                  slider("world", "devices N", WORLDS, world),
                   slider("seq_len", "sequence length L", SEQ_LENS, seq_len,
                          labels=[f"{n:,}" for n in SEQ_LENS]),
                   select("scheme", "scheme", layout.SCHEMES, scheme, labels=SCHEME_LABELS)],
