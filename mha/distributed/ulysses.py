@@ -20,9 +20,9 @@ so that rank r receives the one head its query heads read
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
 from .. import _checks
+from ..attention_functions import sdpa
 from . import _traffic
 from .layout import kv_heads_of_rank
 from .ring import _check_tensors, check_blocks
@@ -52,11 +52,8 @@ def ulysses_attention(query, key, value, *, is_causal=False, scale=None,
     q = _by_heads(query, group)  # -> (B, H / world, L, Dh)
     k = _by_heads(key, group)  # -> (B, Hkv / world or 1, L, Dh)
     v = _by_heads(value, group)
-    group_size = q.size(1) // k.size(1)  # query heads per kv head
-    k = k.repeat_interleave(group_size, dim=1)  # -> (B, H / world, L, Dh)
-    v = v.repeat_interleave(group_size, dim=1)
-    out = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal,
-                                         scale=scale)
+    # the package's fused attention (GQA: each kv head serves its group)
+    out = sdpa(q, k, v, is_causal=is_causal, scale=scale)  # (B, H/world, L, Dh)
     return _by_positions(out, group)  # -> (B, H, Lr, Dh)
 
 
