@@ -115,3 +115,18 @@ def test_wrong_kinds_get_a_message():
                                       *a[:3], num_heads=a[3], num_kv_heads=a[4],
                                       seq_len=a[5])["positions"], reverse=True)})
     assert "in the wrong order" in failures
+
+
+def with_numpy(rank, world, scheme, num_heads, num_kv_heads, seq_len):
+    import numpy as np
+
+    answer = loops(rank, world, scheme, num_heads, num_kv_heads, seq_len)
+    return {key: np.array(value, dtype=np.int64) for key, value in answer.items()}
+
+
+def test_numpy_arrays_and_numpy_ints_pass():
+    result, failures = run(with_numpy)
+    assert result.passed, failures
+    result, failures = run(lambda *a: {k: [__import__("numpy").int64(x) for x in v]
+                                       for k, v in loops(*a).items()})
+    assert result.passed, failures

@@ -104,6 +104,11 @@ NOT_COMPUTED = {
     "16": {
         8.3: "the name of Megatron-LM's largest model (8.3B parameters; Shoeybi et al. 2019)",
         1024.0: "the sequence lengths the open experiment suggests (an input the text chooses)",
+        1.75: "the causal ring's busiest rank against the mean, a diagonal pair counted as half "
+              "(rank r: 4r + 2 pairs; 14 / 8 at four ranks), said beside the glued 1.67",
+        131072.0: "Llama 3 405B's long-context stage (Grattafiori et al. 2024, Table 4)",
+        8192.0: "Llama 3's 8,192-token training sequences and 8,192 GPUs (Table 4)",
+        16384.0: "Llama 3 405B's d_model and its 16,384 GPUs (Grattafiori et al. 2024, Tables 3, 4)",
     },
     "15": {
         3.1: "the model name Llama 3.1 8B (Grattafiori et al. 2024), the shape of Llama 3 8B",

@@ -1,13 +1,15 @@
 """Counting what one rank sends: ``with traffic() as t: ...``.
 
-Every communication of ``mha.distributed`` goes through one small wrapper
-below (``send_recv``, ``all_to_all_single``, ``all_reduce``), which adds
-the bytes this rank sends to every open ``traffic()`` block at the moment
-it sends them: the counts are measured, never estimated from a formula,
-and the tests compare them with ``layout.sent_bytes``'s formulas exactly.
+Every communication of ring and Ulysses attention goes through one small
+wrapper below (``send_recv``, ``all_to_all_single``), which adds the bytes
+this rank sends to every open ``traffic()`` block at the moment it sends
+them: the counts are measured, never estimated from a formula, and the tests
+compare them with ``layout.sent_bytes``'s formulas exactly.
 
 Not counted: the few integers that the argument checks gather from every
-rank (their shapes), which are not part of the attention's traffic.
+rank (their shapes), which are not part of the attention's traffic; and
+tensor parallelism's all-reduce, which DTensor issues itself (count it with
+``CommDebugMode``, as the chapter and the tests do).
 """
 
 import contextlib
@@ -101,13 +103,3 @@ def all_to_all_single(output, input, group=None):
     _count("all_to_all", _nbytes(input) // world * (world - 1))
     dist.all_to_all_single(output, input, group=group)
     return output
-
-
-def all_reduce(tensor, group=None):
-    """Sum ``tensor`` over the ranks, in place. Counted as the ring
-    algorithm sends it: a reduce-scatter then an all-gather, each passing
-    world - 1 chunks of 1/world of the tensor."""
-    world = dist.get_world_size(group)
-    _count("all_reduce", 2 * (world - 1) * (_nbytes(tensor) // world))
-    dist.all_reduce(tensor, group=group)
-    return tensor

@@ -15,6 +15,8 @@ read) and every position; "ring" gives every head and the block of seq_len / wor
 increasing order (a ``range`` is fine). See ``mha.distributed.layout``.
 """
 
+import numbers
+
 import torch
 
 from mha.distributed import layout
@@ -31,15 +33,16 @@ def _reference(rank, world, scheme, num_heads, num_kv_heads, seq_len):
 
 def _as_ints(value):
     """``value`` as a list of ints, or None when it is not a sequence of whole numbers."""
-    if isinstance(value, torch.Tensor):
-        value = value.tolist()
+    if isinstance(value, torch.Tensor) or hasattr(value, "tolist"):
+        value = value.tolist()  # a tensor or a numpy array
     try:
         items = list(value)
     except TypeError:
         return None
-    if not all(isinstance(x, int) and not isinstance(x, bool) for x in items):
+    if not all(isinstance(x, numbers.Integral) and not isinstance(x, bool)
+               for x in items):
         return None
-    return items
+    return [int(x) for x in items]  # numpy's ints too
 
 
 def _compare(expected, actual):

@@ -142,10 +142,15 @@ def narrow(page, root, width=560):
     root.evaluate("r => r.mhaRedraw()")
 
 
+#: the two screens every figure is checked on: a 1280 x 800 desktop, a 390 x 844 touch phone
+SIZES = {"desktop": dict(viewport={"width": 1280, "height": 800}),
+         "phone": dict(viewport={"width": 390, "height": 844}, has_touch=True,
+                       is_mobile=True, device_scale_factor=2)}
+
+
 def phone(browser):
     """A 390 x 844 touch phone's context (close it when done)."""
-    return browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
-                               is_mobile=True, device_scale_factor=2)
+    return browser.new_context(**SIZES["phone"])
 
 
 def texts(root, view):

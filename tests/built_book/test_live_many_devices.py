@@ -19,6 +19,7 @@ figure: test_every_figure.py; every control beside the view it changes: test_liv
 import pytest
 from live_figures import (
     DRAW_MS,
+    SIZES,
     caption_drawn,
     drawn,
     figure_layout_problems,
@@ -40,9 +41,6 @@ from mha_book.figures import many_devices
 pytestmark = pytest.mark.browser
 
 NAME = "device-layout"
-SIZES = {"desktop": dict(viewport={"width": 1280, "height": 800}),
-         "phone": dict(viewport={"width": 390, "height": 844}, has_touch=True,
-                       is_mobile=True, device_scale_factor=2)}
 #: (control, key) from the figure's start (128 query and 8 key/value heads, 8 devices, L 8,192,
 #: tensor parallelism): every control moves, every key changes the setting
 MOVES = [("scheme", "ArrowDown"), ("scheme", "ArrowDown"), ("scheme", "ArrowDown"),  # Ulysses

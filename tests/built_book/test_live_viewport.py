@@ -16,13 +16,10 @@ it), it switches with the theme without a reload, and axe finds nothing in it.
 
 import pytest
 from conftest import HTML
-from live_figures import axe_violations
+from live_figures import SIZES, axe_violations
 
 pytestmark = pytest.mark.browser
 
-SIZES = {"desktop": dict(viewport={"width": 1280, "height": 800}),
-         "phone": dict(viewport={"width": 390, "height": 844}, has_touch=True,
-                       is_mobile=True, device_scale_factor=2)}
 MODES = ("light", "dark")
 
 
