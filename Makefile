@@ -46,9 +46,18 @@ frontend-deps: $(FRONTEND_STAMP)
 frontend: $(FRONTEND_STAMP)
 	node frontend/build.mjs
 
+# transformers (requirements-parity.txt), installed into .venv for the parity tests
+# (tests/test_parity_hf.py, `make unit`) and for the book's build (`make book`: chapter 10 draws
+# a tiny random BERT's heads with mha.head_view); never a dependency of the mha package, and a
+# chapter run without it (Colab, `make colab-check`) prints how to get that figure instead
+PARITY_STAMP := $(VENV)/.installed-parity
+$(PARITY_STAMP): requirements-parity.txt $(STAMP)
+	$(BIN)/python -m pip install --quiet -r requirements-parity.txt
+	touch $@
+
 # --all: every build executes every notebook afresh (an incremental build would keep old outputs
 # after a change to the package)
-book: setup assets
+book: setup assets $(PARITY_STAMP)
 	$(BIN)/jupyter-book build . --all -W -n --keep-going
 	@echo "The book is at $(abspath $(BOOK)) (open it in a browser, or: $(BIN)/python -m http.server -d _build/html)"
 
@@ -108,13 +117,6 @@ lint: setup $(FRONTEND_STAMP)
 	frontend/node_modules/.bin/eslint -c frontend/eslint.config.js $(JS_SOURCES) frontend
 	frontend/node_modules/.bin/prettier --config frontend/.prettierrc.json --check $(JS_SOURCES) frontend/*.mjs frontend/*.js
 	node frontend/build.mjs --check
-
-# transformers, for the parity tests only (tests/test_parity_hf.py): never a dependency of mha nor
-# of the book's build, so it is installed here, for `make unit`, and nowhere else
-PARITY_STAMP := $(VENV)/.installed-parity
-$(PARITY_STAMP): requirements-parity.txt $(STAMP)
-	$(BIN)/python -m pip install --quiet -r requirements-parity.txt
-	touch $@
 
 unit: setup $(PARITY_STAMP) $(FRONTEND_STAMP)
 	$(BIN)/python -m pytest tests --ignore=tests/built_book --ignore=tests/assignments --ignore=tests/course_hub -n $(JOBS) -q

@@ -31,6 +31,9 @@ ROW_TOLERANCE_DEFAULT = 1e-3
 #: decimals of the weights in the page (the tests compare it with Python
 #: to 1e-3)
 DIGITS = 4
+#: the most weight a cell the mask blocks may hold (a masked softmax gives 0; an
+#: additive mask of -1e4, as older Hugging Face models add, about e^-10000)
+MASKED_TOLERANCE = 1e-4
 #: a long input (more tokens than chapter 07's explorer draws) is drawn as
 #: the Shakespeare figure draws a text: small cells, each grid one image, the
 #: lines view's tokens in a box this many rows tall that scrolls
@@ -206,9 +209,57 @@ def _shaped(layers):
     return out
 
 
-def _prepare(weights, tokens, key_tokens, batch, layer):
-    """(layers [(name or None, (H, L, S) float32)], query labels, key labels,
-    B), every argument checked."""
+def _mask_for(mask, shaped, batch):
+    """``mask`` (True = may attend) checked against every layer drawn: per
+    layer, the (H, L, S) bool cells it blocks (True = blocked) of sequence
+    ``batch``, or None for no mask."""
+    if mask is None:
+        return [None] * len(shaped)
+    if isinstance(mask, torch.Tensor):
+        m = mask.detach()
+    else:
+        try:
+            m = torch.as_tensor(mask)
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"mask must be a bool tensor (True = may attend); got "
+                            f"{_kind(mask)}") from None
+    if m.dtype != torch.bool:
+        raise TypeError(f"mask must be a bool tensor (True = may attend); got dtype "
+                        f"{m.dtype} (a 0/1 mask: pass mask.bool(); an additive "
+                        f"mask of 0 and -inf: pass mask == 0)")
+    out = []
+    for _, t, where, shape in shaped:
+        B, H, L, S = t.shape
+        if not 2 <= m.ndim <= 4:
+            raise ValueError(f"mask must have shape (L, S) = ({L}, {S}) or "
+                             f"broadcast to (B, H, L, S) = {(B, H, L, S)}; got "
+                             f"shape {tuple(m.shape)}")
+        try:
+            full = torch.broadcast_shapes(m.shape, (B, H, L, S))
+        except RuntimeError:
+            full = None
+        if full != (B, H, L, S):
+            raise ValueError(f"mask has shape {tuple(m.shape)}, which does not "
+                             f"broadcast to (B, H, L, S) = {(B, H, L, S)} of "
+                             f"{where} (shape {shape}); it must be (L, S) = "
+                             f"({L}, {S}) or broadcast to (B, H, L, S), e.g. "
+                             f"(B, 1, L, S) or (B, 1, 1, S) for padding")
+        blocked = ~m.expand(B, H, L, S)[batch].cpu()  # (H, L, S), True = blocked
+        held = t[batch].detach().cpu().float().abs() * blocked
+        if float(held.max()) > MASKED_TOLERANCE:
+            h, i, j = (held == held.max()).nonzero()[0].tolist()
+            raise ValueError(
+                f"mask blocks keys that {where} gives weight: {float(held.max()):.4g} "
+                f"at head {h}, query {i}, key {j}; a mask is True where a query "
+                f"may attend and must block only keys of weight 0 (a mask whose "
+                f"True means blocked: pass ~mask)")
+        out.append(blocked)
+    return out
+
+
+def _prepare(weights, tokens, key_tokens, batch, layer, mask=None):
+    """(layers [(name or None, (H, L, S) float32, (H, L, S) bool blocked or
+    None)], query labels, key labels, B), every argument checked."""
     layers, what = _layers(weights)
     shaped = _shaped(_pick(layers, layer, what))
     B, L, S = (shaped[0][1].shape[k] for k in (0, 2, 3))
@@ -242,7 +293,8 @@ def _prepare(weights, tokens, key_tokens, batch, layer):
         w = t[batch].cpu().to(torch.float64)
         _check_values(where if B == 1 else f"{where}[{batch}]", w, t.dtype)
         out.append((name, w.to(torch.float32)))
-    return out, rows, cols, B
+    blocked = _mask_for(mask, shaped, batch)
+    return ([(n, w, b) for (n, w), b in zip(out, blocked)], rows, cols, B)
 
 
 def _state_fn(layers, rows, cols, batch, B):
@@ -256,29 +308,32 @@ def _state_fn(layers, rows, cols, batch, B):
     size = f"{len(rows)} queries x {len(cols)} keys{seq}"
 
     def state(layer=0, view="heatmaps"):
-        name, w = layers[layer]  # (H, L, S)
+        name, w, blocked = layers[layer]  # (H, L, S), and (H, L, S) or None
         H = len(w)
         where = name or "the weights"
         titles = [f"head {h}" for h in range(H)]
+        if blocked is not None and bool((blocked == blocked[:1]).all()):
+            blocked = blocked[0]  # every head alike: one (L, S) for all
         heads = heatmap(w, rows, cols, titles=titles, caption=where + seq,
-                        digits=DIGITS)
+                        digits=DIGITS, masked=blocked)
+        said = " Blank cells: masked." if "masked" in heads else ""
         if long:  # small cells, each grid drawn as one image
             heads.update(cell_min=TEXT_CELL_MIN, raster=True)
         state = {"layer": name, "view": view, "batch": batch}
         if view == "heatmaps":
             readout = (f"{where}: {H} head{'s' if H > 1 else ''}, {size}; one "
-                       f"colour scale from 0 to 1.")
+                       f"colour scale from 0 to 1.{said}")
             return {"views": {"heads": heads, "lines": None},
                     "readout": readout, "state": state}
         drawn = lines(heads["grids"], rows, cols, titles=titles,
-                      caption=where + seq)
+                      caption=where + seq, masked=blocked)
         if long:
             drawn["max_rows"] = LONG_MAX_ROWS
         pick = "pick the head above the lines; " if H > 1 else ""
         which = f"one head of {H}" if H > 1 else "its head"
         readout = (f"{where}: {which} as lines from each query (left) to "
                    f"each key (right), {size}; {pick}focus, hover or tap a "
-                   f"token to see only its lines.")
+                   f"token to see only its lines.{said and ' No line to masked cells.'}")
         return {"views": {"heads": None, "lines": drawn}, "readout": readout,
                 "state": state}
 
@@ -286,7 +341,7 @@ def _state_fn(layers, rows, cols, batch, B):
 
 
 def head_view(weights, tokens, *, key_tokens=None, batch=0, layer=None,
-              title=None):
+              title=None, mask=None):
     """Every head of a model's layers, in the manner of bertviz's head view.
 
     ``weights``: the attention weights, in any of these forms:
@@ -309,7 +364,13 @@ def head_view(weights, tokens, *, key_tokens=None, batch=0, layer=None,
     (default ``tokens``; needed for cross-attention). ``batch``: the
     sequence of the batch to draw. ``layer``: the layers to draw, an index
     (negative from the end), a name (a dict's key) or a list of them
-    (default: all). ``title``: the figure's title.
+    (default: all). ``title``: the figure's title. ``mask``: the keys each
+    query may attend to, bool, **True = may attend** (the book's convention),
+    of shape (L, S) or broadcastable to each layer's (B, H, L, S) (e.g.
+    ``mha.causal_mask(L)`` for a causal model, (B, 1, 1, S) for padding): the
+    cells it blocks are drawn blank in the heatmaps (not the colour of a
+    weight of 0) and get no line in the lines view. The weights must be 0
+    there (up to ``MASKED_TOLERANCE``).
 
     Returns a ``mha.live.figure.Figure``; ending a notebook cell with it shows
     it (one HTML output, no kernel needed to use it), and
@@ -323,8 +384,10 @@ def head_view(weights, tokens, *, key_tokens=None, batch=0, layer=None,
     Bad input is a ``ValueError`` or ``TypeError`` naming the argument: a
     wrong number of dimensions, weights that are not softmax weights
     (negative, rows over 1, NaN), a token count other than L (or S), layers
-    of different lengths, ``batch`` out of range, no weights, or more than
-    ``MAX_WEIGHTS`` weights to draw (narrow it with ``layer=``).
+    of different lengths, ``batch`` out of range, no weights, more than
+    ``MAX_WEIGHTS`` weights to draw (narrow it with ``layer=``), or a ``mask``
+    that is not bool, does not broadcast to the weights, or blocks a key
+    that has weight.
     """
     from .live.figure import Figure, View, select
     from .live.views import VIEWS
@@ -332,14 +395,14 @@ def head_view(weights, tokens, *, key_tokens=None, batch=0, layer=None,
     if title is not None and not isinstance(title, str):
         raise TypeError(f"title must be a str or None; got {_kind(title)}")
     layers, rows, cols, B = _prepare(weights, tokens, key_tokens, batch,
-                                     layer)
+                                     layer, mask)
     n = len(layers)
     controls = [select("view", "view", list(VIEWS), "heatmaps",
                        labels=list(VIEWS.values()))]
     if n > 1:
         controls.insert(0, select("layer", "layer", list(range(n)), 0,
-                                  labels=[name for name, _ in layers]))
-    heads = sorted({len(w) for _, w in layers})
+                                  labels=[name for name, _, _ in layers]))
+    heads = sorted({len(w) for _, w, _ in layers})
     H = str(heads[0]) if len(heads) == 1 else f"{heads[0]} to {heads[-1]}"
     H += " head" if H == "1" else " heads"
     said = f"{n} layers of {H}" if n > 1 else f"one layer of {H}"
@@ -348,6 +411,8 @@ def head_view(weights, tokens, *, key_tokens=None, batch=0, layer=None,
            f"heatmap per head (queries down, keys across, one colour scale "
            f"from 0 to 1), or one head as lines from each query token (left) "
            f"to each key token (right), their width and opacity the weight.")
+    if any(b is not None and bool(b.any()) for _, _, b in layers):
+        alt += (" Cells a mask blocks are blank, and have no line.")
     return Figure(name="head-view",
                   title=title or "Attention weights, every head",
                   controls=controls,

@@ -18,12 +18,13 @@ A *source* names one layer of a shipped model (``mha_book/weights/*.pt``, see ``
 layer's projected queries and keys (what its heads compare), the token labels and whether the
 layer is causal; ``head_table(source)`` scores every head on the patterns of chapter 08, on the
 chapter's own inputs (``SCORE_SAMPLES``: the letters model on 256 samples, the translator on 200
-sentences, seed 1; the Shakespeare model on all its passages, with the previous-token
-and prefix-matching scores, ``mha.head_scores``), so the letters model's scores and the
-cross-attention scores are the numbers of the chapter's tables, and names a head by its best
-pattern when that score is above ``NAME_MIN`` and at least ``NAME_MARGIN`` ahead of its second
-best (else "mixed"). Weights are softmax(q . k / (sqrt(Dh) T)) as the layer computes them
-(T = 1).
+sentences, seed 1), so the letters model's scores and the cross-attention scores are the
+numbers of the chapter's tables, and names a head by its best pattern when that score is above
+``NAME_MIN`` and at least ``NAME_MARGIN`` ahead of its second best (else "mixed"). The
+Shakespeare model's heads are scored and named as chapter 10 scores and names them
+(``mha_book.lm_heads``: the previous-token score on held-out text, the induction score on
+repeated random letters, and its rule), with the patterns of ``TEXT_PATTERNS`` on its passages
+beside them. Weights are softmax(q . k / (sqrt(Dh) T)) as the layer computes them (T = 1).
 
 Shapes: H heads, Lq / Lk query / key length, Dh = d_head.
 """
@@ -35,8 +36,9 @@ import torch
 
 from mha_book.language_model import GLYPHS, SHIPPED_LAYERS
 
-__all__ = ["GLYPHS", "TEXT_PATTERNS", "TRAINED_SOURCES", "TrainedView", "head_table",
-           "passages_said", "rows_said", "text_labels", "trained_view", "trained_views"]
+__all__ = ["GLYPHS", "LM_SCORES", "TEXT_PATTERNS", "TRAINED_SOURCES", "TrainedView",
+           "head_table", "passages_said", "rows_said", "text_labels", "trained_view",
+           "trained_views"]
 
 
 #: source name -> (shipped model, layer name in ``model.named_modules()``, kind of layer)
@@ -58,11 +60,13 @@ ROLE = {"previous": "previous-token head", "first": "first-token head",
         "same token": "same-token head", "prefix match": "induction head"}
 #: the inputs chapter 08 scores each model on: (number of samples, seed) of its task
 SCORE_SAMPLES = {"multitask": (256, 1), "translation": (200, 1)}
-#: the patterns the Shakespeare model's heads are scored on: chapter 08's previous, first and self
-#: (``mha_book.tasks.pattern_masks``) and the prefix matching with n = ``PREFIX_N``
+#: the Shakespeare model's table: first chapter 10's two scores (``mha_book.lm_heads``), which
+#: name its heads, then patterns on its passages: the prefix matching with n = ``PREFIX_N``
 #: (``mha.head_scores.prefix_match_targets``: keys whose n preceding characters are the n ending
-#: at the query, the induction pattern on text)
-TEXT_PATTERNS, PREFIX_N = ("previous", "prefix match", "first", "self"), 2
+#: at the query, the induction pattern on text) and chapter 08's first and self
+#: (``mha_book.tasks.pattern_masks``)
+LM_SCORES = ("previous token", "induction")
+TEXT_PATTERNS, PREFIX_N = ("prefix match", "first", "self"), 2
 #: the explorer shows the first TEXT_CHARS characters of each passage
 TEXT_CHARS = 48
 #: a head is named by its best pattern only when that score is above NAME_MIN and at least
@@ -282,8 +286,7 @@ def _text_scores(layer_name):
     """The Shakespeare model's ``TEXT_PATTERNS`` scores of layer ``layer_name``: {pattern: (H,)},
     each the weight on the pattern's keys averaged over every query of every passage that has
     such a key (pooled: a passage counts by its number of such queries), so that for one
-    passage "previous" is ``mha.head_scores.previous_token_score`` and "prefix match"
-    ``prefix_match_score`` with n = ``PREFIX_N``."""
+    passage "prefix match" is ``mha.head_scores.prefix_match_score`` with n = ``PREFIX_N``."""
     from mha.head_scores import prefix_match_targets
     from mha.record import record_attention
     from mha_book.language_model import PASSAGES
@@ -306,6 +309,16 @@ def _text_scores(layer_name):
 
 
 @functools.lru_cache(maxsize=None)
+def _lm_head_scores():
+    """Chapter 10's scores and names of every head of the Shakespeare model
+    (``mha_book.lm_heads``): ``(previous, induction, names)``, (layers, H) each."""
+    from mha_book import lm_heads
+
+    previous, induction = lm_heads.shipped_scores(_model("shakespeare"))
+    return previous, induction, lm_heads.head_names(previous, induction)
+
+
+@functools.lru_cache(maxsize=None)
 def head_table(source):
     """Chapter 08's scores of every head of ``source``: ``{"columns": [pattern, ...], "rows":
     [[label, score, ...], ...], "names": [role per head], "caption": text}``, on chapter 08's
@@ -315,8 +328,11 @@ def head_table(source):
 
     _check_source(source)
     model_name, layer_name, kind = TRAINED_SOURCES[source]
-    if kind == "text":  # the Shakespeare model's scores on the passages
-        scores = _text_scores(layer_name)
+    if kind == "text":  # chapter 10's scores, then the patterns on the passages
+        layer = int(layer_name.split(".")[2])  # encoder.layers.N.self_attn
+        previous, induction, lm_names = _lm_head_scores()
+        scores = {LM_SCORES[0]: previous[layer], LM_SCORES[1]: induction[layer],
+                  **_text_scores(layer_name)}
         H = dict(_model(model_name).named_modules())[layer_name].num_heads
     else:
         recorded, batch = _recorded(model_name)
@@ -342,17 +358,23 @@ def head_table(source):
         best, second = values[order[0]], (values[order[1]] if len(order) > 1 else 0.0)
         pattern = columns[order[0]]
         role = ROLE.get(pattern, f"{pattern} aligner" if kind == "cross" else pattern)
-        names.append(role if best > NAME_MIN and best - second >= NAME_MARGIN else "mixed")
+        if kind == "text":  # named as chapter 10 names it
+            names.append(lm_names[layer][h])
+        else:
+            names.append(role if best > NAME_MIN and best - second >= NAME_MARGIN else "mixed")
         rows.append([f"head {h}", *values])
     n, _ = SCORE_SAMPLES.get(model_name, (None, None))
     if kind == "text":
+        from mha_book import lm_heads
         from mha_book.language_model import PASSAGES
 
-        what = (f"Pattern scores of the Shakespeare model on its {len(PASSAGES)} "
-                f"held-out passages (fraction of each head's weight on the keys a pattern "
-                f"names, over every query that has such a key; prefix match: the keys whose "
-                f"{PREFIX_N} preceding characters are the {PREFIX_N} ending at the query, the "
-                f"induction pattern on text)")
+        what = (f"Pattern scores of the Shakespeare model. First chapter 10's: the "
+                f"previous-token score on {lm_heads.HELD_OUT_WINDOWS} windows of held-out text "
+                f"and the induction score on {lm_heads.REPEATS} blocks of random letters, each "
+                f"repeated. Then on its {len(PASSAGES)} held-out passages, the fraction of each "
+                f"head's weight on the keys a pattern names, over every query that has such a "
+                f"key (prefix match: the keys whose {PREFIX_N} preceding characters are the "
+                f"{PREFIX_N} ending at the query, the induction pattern on text)")
     elif kind == "cross":
         what = (f"Alignment scores of chapter 08's table (weight on the aligned source word, per "
                 f"kind of target word, mean over the chapter's {n} sentences)")
@@ -363,7 +385,13 @@ def head_table(source):
         what = (f"Pattern scores computed as chapter 08 scores the letters model (fraction of "
                 f"each head's weight on the keys a pattern names, mean over {n} sentences; the "
                 f"chapter shows no table for this layer)")
-    return {"columns": columns, "rows": rows, "names": names,
-            "caption": f"{what}. A head is named by its best score when that is above "
-                       f"{NAME_MIN} and at least {NAME_MARGIN} ahead of its second best; "
-                       f"otherwise it is mixed."}
+    if kind == "text":
+        rule = (f"A head is named as chapter 10 names it: an induction head has an induction "
+                f"score above {lm_heads.INDUCTION_MIN}; a previous-token head a previous-token "
+                f"score above {lm_heads.PREVIOUS_MIN} and more than "
+                f"{lm_heads.PREVIOUS_RATIO:g} times that of every other head of its layer; "
+                f"any other head is mixed.")
+    else:
+        rule = (f"A head is named by its best score when that is above {NAME_MIN} and at "
+                f"least {NAME_MARGIN} ahead of its second best; otherwise it is mixed.")
+    return {"columns": columns, "rows": rows, "names": names, "caption": f"{what}. {rule}"}

@@ -5,8 +5,8 @@ Independent of the trained values (the weights file is replaced by each training
 sources follow the model's layer count, the queries and keys are the ones the model computes in
 its forward pass (checked against the blocks run step by step), the explorer's weights, the
 page's arithmetic on the exported queries and keys (as in test_explorer_export.py) and the
-kernel-mode widget all equal ``lm.attention`` to 1e-5, and the head table holds the Shakespeare model's
-scores (``mha.head_scores``) on the passages.
+kernel-mode widget all equal ``lm.attention`` to 1e-5, and the head table holds chapter 10's scores
+and names (``mha_book.lm_heads``) and the pattern scores (``mha.head_scores``) on the passages.
 """
 
 import json
@@ -157,37 +157,38 @@ def test_the_export_is_the_queries_and_keys_only(lm, data):
 
 
 def test_head_table_holds_chapter_10s_scores(lm):
-    """Pooled over the passages' queries: the previous-token score over queries 1..L-1 and the
-    prefix-matching score (n = 2) over the queries with a match, as `mha.head_scores` gives
-    them for each passage, weighted by those queries' number."""
+    """First chapter 10's two scores (``mha_book.lm_heads``: previous token on the held-out
+    windows, induction on repeated random letters), which name the heads; then, pooled over
+    the passages' queries, the prefix-matching score (n = 2) over the queries with a match, as
+    `mha.head_scores` gives it for each passage, weighted by those queries' number."""
+    from mha_book import lm_heads
+
+    previous, induction = lm_heads.shipped_scores(lm)
+    names = lm_heads.head_names(previous, induction)
     for n, source in enumerate(text_sources(lm)):
         table = sources.head_table(source)
-        assert table["columns"] == list(sources.TEXT_PATTERNS)
+        assert table["columns"] == [*sources.LM_SCORES, *sources.TEXT_PATTERNS]
         assert [r[0] for r in table["rows"]] == [f"head {h}" for h in range(lm.num_heads)]
-        prev, prefix, rows_prev, rows_prefix = 0, 0, 0, 0
+        prefix, rows_prefix = 0, 0
         for text in ALL_PASSAGES.values():  # the scores use the whole passages
             ids = lm.encode(text)
             w = reference(lm, text, n)[None]  # (1, H, L, L)
-            prev = prev + head_scores.previous_token_score(w) * (len(text) - 1)
-            rows_prev += len(text) - 1
             m = int(head_scores.prefix_match_targets(ids, sources.PREFIX_N).any(-1).sum())
             if m:
                 prefix = prefix + head_scores.prefix_match_score(w, ids, sources.PREFIX_N) * m
                 rows_prefix += m
-        got = torch.tensor([r[1:] for r in table["rows"]])  # (H, patterns)
+        got = torch.tensor([r[1:] for r in table["rows"]])  # (H, scores)
         columns = table["columns"]
-        torch.testing.assert_close(got[:, columns.index("previous")], prev / rows_prev,
+        torch.testing.assert_close(got[:, columns.index("previous token")], previous[n],
+                                   atol=1e-4, rtol=0)
+        torch.testing.assert_close(got[:, columns.index("induction")], induction[n],
                                    atol=1e-4, rtol=0)
         torch.testing.assert_close(got[:, columns.index("prefix match")],
                                    prefix / rows_prefix, atol=1e-4, rtol=0)
         assert ((got >= 0) & (got <= 1)).all()
-        for row, name in zip(table["rows"], table["names"]):
-            best = max(range(1, len(row)), key=lambda i: row[i])
-            top, second = sorted(row[1:], reverse=True)[:2]
-            named = top > sources.NAME_MIN and top - second >= sources.NAME_MARGIN
-            assert name == (sources.ROLE[columns[best - 1]] if named else "mixed")
+        assert table["names"] == names[n]  # chapter 10's rule, not the 0.8 of chapter 08
         assert table["caption"].startswith("Pattern scores of the Shakespeare model")
-    assert sources.ROLE["previous"] == "previous-token head"
+        assert "as chapter 10 names it" in table["caption"]
     assert sources.ROLE["prefix match"] == "induction head"
 
 
@@ -225,7 +226,8 @@ def rotary_lm(monkeypatch):
                           num_layers=len(text_sources(load_language_model())), d_ff=64,
                           positions="rotary").eval()
     shipped = sources._model
-    caches = (sources._text_capture, sources._text_scores, sources.head_table)
+    caches = (sources._text_capture, sources._text_scores, sources._lm_head_scores,
+              sources.head_table)
     for cache in caches:
         cache.cache_clear()
     monkeypatch.setattr(sources, "_model",

@@ -7,6 +7,7 @@ import re
 import pytest
 import torch
 from live_texts import strings
+from node_js import LIB, run_modules
 
 from mha import record_attention
 from mha.configs import DEEPSEEK_V3, kv_cache_bytes, latent_cache_bytes
@@ -127,6 +128,44 @@ def test_every_line_has_slope_1_and_the_window_is_flat_after_the_window(cache_fi
             assert f"stops GQA at {cap:,g} MiB" in s["readout"]
 
 
+def _y_range(state):
+    growth = state["views"]["growth"]
+    ys = [y for line in growth["series"] for y in line["y"] if y > 0]
+    return [min(ys), max(ys)]
+
+
+def test_the_log_axis_is_labelled_in_binary_units(cache_fig, tmp_path):
+    """The page labels the plot's log2 ticks (format.js's log2Ticks and log2Text, run here in
+    Node.js on every state's numbers) in KiB to TiB, each tick in its own unit: never a number
+    of more than 4 digits before the decimal point (the axis said 2,097,152 MiB)."""
+    states = [cache_fig.state()] + list(cache_fig.states.values())  # the opening one first
+    for state in states:
+        growth = state["views"]["growth"]
+        assert growth["y_unit"] == "MiB" and growth["y_log"]
+        assert growth["y_label"] == "cache, log scale"  # the unit is on every tick
+    got = run_modules(tmp_path, {"f": LIB / "format.js"}, """
+        emit(data.map(([lo, hi]) => {
+          const ticks = f.log2Ticks(lo, hi);
+          return [ticks, ticks.map((k) => f.log2Text(k, "MiB"))];
+        }));""", data=[_y_range(s) for s in states])
+    units = {"KiB": 2**-10, "MiB": 1, "GiB": 2**10, "TiB": 2**20}
+    for state, (ticks, labels) in zip(states, got):
+        lo, hi = _y_range(state)
+        assert 2 ** ticks[0] <= lo and hi <= 2 ** ticks[-1]  # the ticks span the lines
+        for k, text in zip(ticks, labels):
+            number, unit = text.split(" ")
+            assert len(re.sub(r"\D", "", number.split(".")[0])) <= 4, text
+            assert unit in units and 1 <= float(number) < 1024, text
+            assert float(number) * units[unit] == 2 ** k, (text, k)  # 2^k MiB exactly
+    # DeepSeek-V3's setting: 68.6 MiB (MLA at 1K tokens) to 488 GiB (MHA at 128K)
+    assert got[0][1] == ["64 MiB", "512 MiB", "4 GiB", "32 GiB", "256 GiB", "2 TiB"]
+    assert len({tuple(labels) for _, labels in got}) >= 3  # the axis follows the lines
+    # an axis with no unit keeps its numbers: 65,536 and 1/8, as chapter 11's and 16's
+    plain = run_modules(tmp_path, {"f": LIB / "format.js"},
+                        "emit([f.log2Text(16), f.log2Text(-3), f.log2Text(3, 'bytes')]);")
+    assert plain == ["65,536", "1/8", "8 bytes"]
+
+
 def test_the_kv_figure_stays_light(cache_fig):
     spec = json.dumps(cache_fig.spec(), allow_nan=False)
     assert len(spec) < 700_000  # 800 states; 18 KB gzip-compressed
@@ -185,7 +224,7 @@ def test_the_weights_are_sink_attentions_formula_and_rows_sum_below_1():
                 if sink == "off":
                     torch.testing.assert_close(sums, torch.ones(L), atol=1e-6, rtol=0)
                     assert (sunk == 0).all()
-                else:  # below 1 (in float64: a sink of 0 against scores near 20 takes ~1e-9)
+                else:  # below 1 (in float64: a sink of 6 against scores near 20 takes ~1e-6)
                     assert (exact.sum(-1) < 1).all() and (sunk > 0).all(), (head, window, sink)
                     assert (sums <= 1 + 1e-6).all()
                 # a window of w leaves exactly min(i + 1, w) keys in row i: i - w < j <= i
@@ -228,6 +267,41 @@ def test_the_readout_gives_the_line_break_and_sink_shares(sink_fig):
                                                         *as_trained]
                 torch.testing.assert_close(torch.tensor(shares[0]["y"]), w[:, nl].sum(-1),
                                            atol=1e-5, rtol=0)
+
+
+def test_every_step_of_the_sink_slider_changes_the_picture(sink_fig):
+    """The slider's first step, from no sink to the smallest logit, visibly changes every
+    head's picture at every window (it started at b = 0, which took 0.03% of the induction
+    head's weight: the same picture); every later step changes what the views show too, and
+    the readout gives the rows' log-sum-exps that a logit b is compared with."""
+    first = modern_layers.SINKS[1]
+    assert modern_layers.SINKS[0] == "off" and 0 not in modern_layers.SINKS
+    for head in modern_layers.HEADS:
+        for window in modern_layers.WINDOW_SIZES:
+            views = [sink_fig.state(head=head, window=window, sink=b)["views"]
+                     for b in modern_layers.SINKS]
+            for a, b in zip(views, views[1:]):
+                assert a != b, (head, window)
+            off, on = (torch.tensor(v["shares"]["series"][1]["y"]) for v in views[:2])
+            assert off.abs().max() == 0 and on.max() > 0.05, (head, window)  # of a 0-1 axis
+            grids = [torch.tensor(v["weights"]["grids"][0]) for v in views[:2]]
+            assert (grids[0] - grids[1]).abs().max() > 0.01, (head, window)
+            # the readout's log-sum-exps are the rows' own (by_hand's scores)
+            q, k, _, _, scale = modern_layers.head_problem()
+            L, w = q.size(-2), len(modern_layers.TEXT) if window == "full" else window
+            scores = (q[0, head].double() @ k[0, head].double().T) * scale
+            i, j = torch.arange(L)[:, None], torch.arange(L)[None, :]
+            lse = scores.masked_fill(~((j <= i) & (j > i - w)), -math.inf).logsumexp(-1)
+            said = (f"with LSE the log-sum-exp of the row's scores: {float(lse.min()):.1f} to "
+                    f"{float(lse.max()):.1f} on this head's rows (median "
+                    f"{float(lse.median()):.1f})")
+            for b in modern_layers.SINKS:
+                text = sink_fig.state(head=head, window=window, sink=b)["readout"]
+                assert said in text and "\u03c3(b \u2212 LSE)" in text, text
+            # what the sink takes is sigma(b - LSE) of each row, as the readout says
+            torch.testing.assert_close(
+                modern_layers.sink_weights(head, window, first)[1].double(),
+                torch.sigmoid(first - lse), atol=1e-5, rtol=0)
 
 
 def test_the_induction_head_parks_on_the_line_break_and_a_sink_takes_over(sink_fig):

@@ -185,6 +185,146 @@ def test_record_attention_and_the_language_model():
     assert fig.state()["views"]["heads"]["rows"][2] == "␣"
 
 
+# ------------------------------------------------------------------ masks
+
+def masked_cells(d, h):
+    """The (L, S) bool cells a view's data marks as masked for head ``h``
+    (the page's format: one string per row, or one list of them per head)."""
+    rows = d.get("masked")
+    if rows is None:
+        return None
+    rows = rows if isinstance(rows[0], str) else rows[h]
+    return torch.tensor([[c == "1" for c in r] for r in rows])
+
+
+def causal_weights(B, H, L, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randn(B, H, L, L, generator=g)
+    return scores.masked_fill(~mha.causal_mask(L), float("-inf")).softmax(-1)
+
+
+@pytest.mark.parametrize("shape", [(6, 6), (1, 6, 6), (1, 1, 6, 6), (2, 3, 6, 6)])
+def test_a_mask_draws_its_blocked_cells_blank_in_both_views(shape):
+    """A causal model's hidden upper triangle: the spec marks exactly the cells
+    the mask blocks (True = may attend), in the heatmaps and in the lines, for
+    every layer and head; the weights drawn are unchanged."""
+    ws = [causal_weights(2, 3, 6, seed=n) for n in range(2)]
+    allowed = mha.causal_mask(6).expand(shape)
+    fig = mha.head_view(ws, list("abcdef"), batch=1, mask=allowed)
+    assert_draws(fig, ws, batch=1)
+    for n in range(2):
+        heads = fig.state(layer=n)["views"]["heads"]
+        lines = fig.state(layer=n, view="lines")["views"]["lines"]
+        assert heads["masked"] == lines["masked"]  # one (L, S) for every head
+        assert isinstance(heads["masked"][0], str)
+        for h in range(3):
+            assert torch.equal(masked_cells(heads, h), ~mha.causal_mask(6))
+            assert torch.equal(masked_cells(lines, h), ~mha.causal_mask(6))
+    assert "Blank cells: masked." in fig.state()["readout"]
+    assert "No line to masked cells." in fig.state(view="lines")["readout"]
+    assert "Cells a mask blocks are blank" in fig.alt
+    json.dumps(fig.spec(), allow_nan=False)
+    plain = mha.head_view(ws, list("abcdef"), batch=1)  # no mask: no blank cells
+    assert "masked" not in plain.state()["views"]["heads"]
+    assert "masked" not in plain.state(view="lines")["views"]["lines"]
+    assert "Blank" not in plain.state()["readout"]
+
+
+def test_a_mask_per_head_and_per_sequence():
+    """A (B, H, L, S) mask that differs between heads is sent per head; the
+    sequence drawn picks its own (padding: (B, 1, 1, S))."""
+    w = causal_weights(2, 2, 5)
+    allowed = mha.causal_mask(5).repeat(2, 2, 1, 1)  # (B, H, L, S)
+    allowed[1, 1] &= mha.causal_mask(5, 5).tril(-2) | torch.eye(5, dtype=bool)
+    w = w * allowed
+    w = w / w.sum(-1, keepdim=True)
+    fig = mha.head_view(w, list("abcde"), batch=1, mask=allowed)
+    heads = fig.state()["views"]["heads"]
+    assert isinstance(heads["masked"][0], list) and len(heads["masked"]) == 2
+    for h in range(2):
+        assert torch.equal(masked_cells(heads, h), ~allowed[1, h])
+        assert torch.equal(masked_cells(fig.state(view="lines")["views"]["lines"],
+                                        h), ~allowed[1, h])
+    padded = softmax_weights(2, 2, 4, 4)
+    keep = torch.ones(2, 1, 1, 4, dtype=torch.bool)
+    keep[1, ..., 3] = False  # the second sequence's last key is padding
+    padded[1, ..., 3] = 0
+    padded[1] = padded[1] / padded[1].sum(-1, keepdim=True)
+    assert "masked" not in mha.head_view(padded, T, mask=keep).state()[
+        "views"]["heads"]  # sequence 0 has no padding: nothing blank
+    drawn_mask = masked_cells(mha.head_view(padded, T, batch=1, mask=keep)
+                              .state()["views"]["heads"], 0)
+    assert drawn_mask[:, 3].all() and not drawn_mask[:, :3].any()
+
+
+def test_the_language_models_heads_with_its_causal_mask():
+    lm = mha_book.load_language_model()
+    text = "To be, or not"
+    ws = lm.attention(lm.encode(text)[None])
+    fig = mha.head_view(ws, list(text), mask=mha.causal_mask(len(text)))
+    for n in range(len(ws)):
+        heads = fig.state(layer=n)["views"]["heads"]
+        assert torch.equal(masked_cells(heads, 0), ~mha.causal_mask(len(text)))
+
+
+CAUSAL = causal_weights(2, 3, 4)
+MASK_BAD = [
+    (lambda: mha.head_view(CAUSAL, T, mask=mha.causal_mask(4).float()),
+     TypeError, r"mask must be a bool tensor \(True = may attend\); got dtype "
+     r"torch.float32 \(a 0/1 mask: pass mask.bool\(\)"),
+    (lambda: mha.head_view(CAUSAL, T, mask=mha.causal_mask(4).long()),
+     TypeError, r"got dtype torch.int64"),
+    (lambda: mha.head_view(CAUSAL, T, mask="causal"), TypeError,
+     r"mask must be a bool tensor \(True = may attend\); got str"),
+    (lambda: mha.head_view(CAUSAL, T, mask=mha.causal_mask(5)), ValueError,
+     r"mask has shape \(5, 5\), which does not broadcast to \(B, H, L, S\) = "
+     r"\(2, 3, 4, 4\) of weights \(shape \(2, 3, 4, 4\)\); it must be \(L, S\) "
+     r"= \(4, 4\)"),
+    (lambda: mha.head_view(CAUSAL, T, mask=torch.ones(3, 2, 1, 4, 4,
+                                                      dtype=torch.bool)),
+     ValueError, r"mask must have shape \(L, S\) = \(4, 4\) or broadcast to "
+     r"\(B, H, L, S\) = \(2, 3, 4, 4\); got shape \(3, 2, 1, 4, 4\)"),
+    (lambda: mha.head_view(CAUSAL, T, mask=torch.ones(4, dtype=torch.bool)),
+     ValueError, r"got shape \(4,\)"),
+    (lambda: mha.head_view(CAUSAL, T, mask=torch.ones(2, 4, 4, 4,
+                                                      dtype=torch.bool)),
+     ValueError, r"does not broadcast"),
+    (lambda: mha.head_view(CAUSAL, T, mask=~mha.causal_mask(4)), ValueError,
+     r"mask blocks keys that weights gives weight: .* at head \d, query \d, "
+     r"key \d; a mask is True where a query may attend .*pass ~mask"),
+    (lambda: mha.head_view(W, T, mask=mha.causal_mask(4)), ValueError,
+     r"mask blocks keys that weights gives weight"),
+]
+
+
+@pytest.mark.parametrize("call, error, words", MASK_BAD,
+                         ids=[f"mask{n}" for n in range(len(MASK_BAD))])
+def test_a_bad_mask_is_refused_with_a_clear_message(call, error, words):
+    with pytest.raises(error, match=words):
+        call()
+
+
+def test_the_pages_mask_reads_what_python_sends(tmp_path):
+    """masked.js (the heatmap's and the lines' test of a cell) reads both
+    forms views.py sends: one list of rows for every grid, or one per grid."""
+    from node_js import LIB, run_modules
+
+    from mha.live.views import heatmap
+
+    every = torch.tensor([[False, True], [False, False]])
+    per = torch.stack([every, ~every])
+    sent = [heatmap(torch.zeros(2, 2, 2), list("ab"), list("ab"),
+                    masked=m)["masked"] for m in (every, per)]
+    got = run_modules(tmp_path, {"m": LIB / "masked.js"}, """
+        emit(data.map((masked) => [0, 1].map((h) => [0, 1].map((i) =>
+          [0, 1].map((j) => m.isMasked(masked, h, i, j))))).concat(
+          [[m.isMasked(undefined, 0, 0, 0), m.isMasked(null, 1, 1, 1)]]));
+    """, data=sent)
+    assert got[0] == [every.tolist()] * 2
+    assert got[1] == per.tolist()
+    assert got[2] == [False, False]
+
+
 # ---------------------------------------------------------- Hugging Face
 
 def hf_models():

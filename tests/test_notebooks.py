@@ -131,3 +131,48 @@ def test_code_lines_fit_the_column(path):
         f"{path.name}: {len(long_lines)} code lines longer than {MAX_CODE_LINE} characters "
         "(wrap them):\n" + "\n".join(long_lines)
     )
+
+
+# A section is named by its label (``(sec-14-gate)=`` before its heading, then {ref}`sec-14-gate`),
+# never by where it lies: "the next section" turns wrong as soon as a section moves or one is
+# added between (chapter 14's "the experiment of the last section" was two sections back).
+RELATIVE_SECTION = re.compile(
+    r"\bthe\s+(?:next|last|previous)\s+(?:(?:two|three|few)\s+)?sections?\b", re.IGNORECASE)
+LABEL = re.compile(r"^\(([\w-]+)\)=\s*$|^:(?:label|name): *(\S+)", re.MULTILINE)
+REF = re.compile(r"\{ref\}`(?:[^`<]*<([^`>]+)>|([^`<]+))`")
+
+
+def markdown_of(path):
+    return "\n".join(source(c) for c in load(path)["cells"] if c["cell_type"] == "markdown")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_sections_are_referred_to_by_label(path):
+    found = [
+        f"cell {i} ({cell.get('id')}): ...{source(cell)[max(0, m.start() - 40):m.end() + 20]!r}..."
+        for i, cell in enumerate(load(path)["cells"]) if cell["cell_type"] == "markdown"
+        for m in RELATIVE_SECTION.finditer(source(cell))
+    ]
+    assert not found, (
+        f"{path.name}: refer to a section by its label ({{ref}}`sec-NN-name`, with "
+        "(sec-NN-name)= before its heading), not as the next, last or previous section:\n"
+        + "\n".join(found))
+
+
+def test_the_guard_catches_a_relative_section_reference():
+    for said in ("the next section", "The last section", "the previous\nsection",
+                 "the next two sections"):
+        assert RELATIVE_SECTION.search(f"As {said} shows."), said
+    for fine in ("the next subsection", "the last row", "{ref}`sec-14-gate`",
+                 "the section {ref}`sec-04-counting`, next,"):
+        assert not RELATIVE_SECTION.search(fine), fine
+
+
+def test_every_section_reference_has_its_label():
+    pages = [markdown_of(p) for p in NOTEBOOKS] + [
+        p.read_text(encoding="utf-8") for p in ROOT.glob("appendix/*.md")]
+    labels = {a or b for text in pages for a, b in LABEL.findall(text)}
+    missing = sorted({
+        f"{path.name}: {a or b}" for path in NOTEBOOKS
+        for a, b in REF.findall(markdown_of(path)) if (a or b).strip() not in labels})
+    assert not missing, f"{{ref}} targets that no (label)= or :label: defines: {missing}"

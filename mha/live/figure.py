@@ -42,7 +42,9 @@ class Control:
     (values False, True), ``step`` (a slider with previous/next buttons) or ``text`` (a text
     box: ``value`` is its starting text, at most ``max_length`` characters, ``values`` empty;
     only with an in-page compute); otherwise ``value`` is one of ``values``; ``labels``
-    (optional) are what the reader sees for each value."""
+    (optional) are what the reader sees for each value. ``group`` (optional) names the tab
+    the control sits behind when a narrow figure splits its bar into pages (a phone:
+    ``mha/static/src/pages.js``); without it the controls are packed in order."""
 
     name: str
     label: str
@@ -52,10 +54,14 @@ class Control:
     labels: list = None
     disabled: bool = False
     max_length: int = None  # a text box's
+    group: str = None
 
     def __post_init__(self):
         if self.kind not in CONTROL_KINDS:
             raise ValueError(f"kind must be one of {CONTROL_KINDS}; got {self.kind!r}")
+        if self.group is not None and (not isinstance(self.group, str) or not self.group):
+            raise ValueError(f"control {self.name!r}: group must be a non-empty str or None; "
+                             f"got {self.group!r}")
         if self.kind == "text":
             self._check_text()
             return
@@ -83,42 +89,44 @@ class Control:
             raise ValueError(f"control {self.name!r}: a text box lists no values")
 
     def spec(self):
+        group = {"group": self.group} if self.group else {}
         if self.kind == "text":
             return {"name": self.name, "label": self.label, "kind": "text", "values": [],
                     "labels": [], "value": self.value, "max_length": self.max_length,
-                    "disabled": self.disabled}
+                    "disabled": self.disabled, **group}
         labels = self.labels or [_label(v) for v in self.values]
         return {"name": self.name, "label": self.label, "kind": self.kind,
                 "values": list(self.values), "labels": [str(x) for x in labels],
-                "value": self.values.index(self.value), "disabled": self.disabled}
+                "value": self.values.index(self.value), "disabled": self.disabled, **group}
 
 
 def _label(v):
     return f"{v:.3g}" if isinstance(v, float) else str(v)
 
 
-def slider(name, label, values, value, labels=None):
+def slider(name, label, values, value, labels=None, group=None):
     """A slider over the listed ``values`` (any numbers, e.g. powers of two)."""
-    return Control(name, label, "range", list(values), value, labels)
+    return Control(name, label, "range", list(values), value, labels, group=group)
 
 
-def select(name, label, values, value, labels=None):
-    return Control(name, label, "select", list(values), value, labels)
+def select(name, label, values, value, labels=None, group=None):
+    return Control(name, label, "select", list(values), value, labels, group=group)
 
 
-def toggle(name, label, value=False):
-    return Control(name, label, "toggle", [False, True], bool(value), ["off", "on"])
+def toggle(name, label, value=False, group=None):
+    return Control(name, label, "toggle", [False, True], bool(value), ["off", "on"],
+                   group=group)
 
 
-def textbox(name, label, value, max_length):
+def textbox(name, label, value, max_length, group=None):
     """A text box (a labelled textarea) holding at most ``max_length`` characters, starting
     at ``value``; the figure's in-page compute reads the text as the reader types."""
-    return Control(name, label, "text", [], value, max_length=max_length)
+    return Control(name, label, "text", [], value, max_length=max_length, group=group)
 
 
-def steps(name, label, count, value=0, labels=None):
+def steps(name, label, count, value=0, labels=None, group=None):
     """Step buttons (and a slider) through ``count`` steps of a process: values 0..count-1."""
-    return Control(name, label, "step", list(range(count)), value, labels)
+    return Control(name, label, "step", list(range(count)), value, labels, group=group)
 
 
 @dataclass

@@ -8,9 +8,11 @@ JupyterLab's, then the browser's for the figure's colour scheme); the readout sc
 views. An output box that scrolls or clips (MyST-NB's output, JupyterLab's output area and its
 child: overflow auto or hidden) would hold the bar in place, so around a figure it does not;
 the figure scrolls its own wide views (``.mha-views``), and what the bar covers is skipped when
-the page scrolls to a view's element (``scroll-margin-top``, ``--mha-bar-h``). A bar taller
-than half the screen or 24em (a phone's explorer) scrolls by itself, with a soft shadow at an
-edge where more controls lie beyond it. On a touch screen every control is a 44 px target.
+the page scrolls to a view's element (``scroll-margin-top``, ``--mha-bar-h``). On a narrow
+figure (``.mha-narrow``, under 600 px: a phone) a bar of many controls is split into pages
+behind tabs (``.mha-tabs``, pages.js), so that it never scrolls inside itself; its height cap
+(half the screen or 24em, then a soft shadow at an edge where more controls lie) is only a
+fallback. On a touch screen every control is a 44 px target.
 """
 
 CSS = """<style>
@@ -53,10 +55,16 @@ CSS = """<style>
 .mha-live td,.mha-live th{padding:0 .6em;text-align:right}
 .mha-live caption{text-align:left;color:inherit}
 .mha-live .mha-error{color:#b00020}
+.mha-live .mha-tabs{display:flex;gap:.3em;margin:.3em 0 .2em}
+.mha-live .mha-tabs button{flex:1 1 0;min-height:32px;font-size:13px;padding:.2em .4em;
+ border:1px solid rgba(127,127,127,.6);border-radius:.3em;background:transparent;color:inherit}
+.mha-live .mha-tabs button[aria-selected=true]{border-color:#3b6ea5;border-width:2px;
+ font-weight:700;background:rgba(59,110,165,.14)}
 html[data-theme=dark] .mha-live .mha-error{color:#ff8a80}
 @media (max-width:600px){.mha-live .mha-control textarea{max-height:4.6em}}
 @media (pointer:coarse){.mha-live .mha-control,.mha-live .mha-control select,
  .mha-live .mha-control input[type=range]{min-height:44px}
  .mha-live .mha-control button,.mha-live .mha-control select{min-width:44px;min-height:44px}
+ .mha-live .mha-tabs button{min-height:44px}
  .mha-live .mha-control input[type=checkbox]{width:28px;height:28px}}
 </style>"""

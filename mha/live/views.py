@@ -71,6 +71,32 @@ TEXT_CELL_MIN = 1
 VIEWS = {"heatmaps": "heatmaps, every head", "lines": "lines, one head"}
 
 
+def _depth(x):
+    """How deeply ``x`` nests lists (or tuples), along its first entries: 2 for (Lq, Lk)."""
+    n = 0
+    while isinstance(x, (list, tuple)) and x:
+        x, n = x[0], n + 1
+    return n
+
+
+def _masked(masked, H, Lq, Lk):
+    """A view's ``masked`` (True = blocked): (Lq, Lk), every grid alike, or (H, Lq, Lk), one per
+    grid, as the page reads it: one string per row ("1" = blocked; a passage's 128 x 128), a
+    list of them per grid for (H, Lq, Lk); None when nothing is blocked."""
+    cells = masked.tolist() if hasattr(masked, "tolist") else masked
+    per_grid = _depth(cells) == 3
+    grids = cells if per_grid else [cells]
+    regular = (_depth(cells) in (2, 3) and len(grids) == (H if per_grid else 1)
+               and all(len(g) == Lq and all(len(r) == Lk for r in g) for g in grids))
+    if not regular:
+        raise ValueError(f"masked must be (Lq, Lk) = ({Lq}, {Lk}), every grid alike, or "
+                         f"(H, Lq, Lk) = ({H}, {Lq}, {Lk}), one entry per cell")
+    rows = [["".join("1" if x else "0" for x in r) for r in g] for g in grids]
+    if not any("1" in r for g in rows for r in g):
+        return None
+    return rows if per_grid else rows[0]
+
+
 def heatmap(grids, rows, cols, *, titles=None, caption="", vmin=0.0, vmax=1.0, scale="viridis",
             label="attention weight", numbers=False, marks=None, axes=None, digits=5,
             ticks=None, tick_labels=None, masked=None, fit=False):
@@ -81,8 +107,9 @@ def heatmap(grids, rows, cols, *, titles=None, caption="", vmin=0.0, vmax=1.0, s
     rounded to ``digits`` decimals. ``ticks`` (values in ``vmin..vmax``) and ``tick_labels``
     (one per tick) replace the colour bar's numbers, e.g. ``[0, 1]`` and ``["blocked", "may
     attend"]`` for a mask. ``masked`` (Lq, Lk) bool, True = blocked by a mask (every grid
-    alike), draws those cells blank and struck through, apart from weights near 0 (sent as
-    one string per row, "1" = blocked). ``fit``: many heads in smaller cells (never under
+    alike), or (H, Lq, Lk) (one per grid), draws those cells blank and struck through, apart
+    from weights near 0 (sent as one string per row, "1" = blocked, a list of them per grid
+    for (H, Lq, Lk)). ``fit``: many heads in smaller cells (never under
     12 px, every token labelled), more a row, until they fit the screen below the figure's
     controls (chapter 07's explorer)."""
     if ticks is not None:
@@ -103,13 +130,9 @@ def heatmap(grids, rows, cols, *, titles=None, caption="", vmin=0.0, vmax=1.0, s
     if fit:
         d["fit"] = True
     if masked is not None:
-        masked = [[bool(x) for x in row] for row in
-                  (masked.tolist() if hasattr(masked, "tolist") else masked)]
-        if len(masked) != len(d["rows"]) or any(len(r) != len(d["cols"]) for r in masked):
-            raise ValueError(f"masked must be ({len(d['rows'])}, {len(d['cols'])}), one entry "
-                             f"per cell; got {len(masked)} rows")
-        if any(any(r) for r in masked):  # a row as a string, "1" = blocked (a passage's
-            d["masked"] = ["".join("1" if x else "0" for x in r) for r in masked]  # 128 x 128)
+        blocked = _masked(masked, len(grids), len(d["rows"]), len(d["cols"]))
+        if blocked is not None:
+            d["masked"] = blocked
     if ticks is not None:
         d["ticks"] = ticks
         d["tick_labels"] = None if tick_labels is None else [str(x) for x in tick_labels]
@@ -161,13 +184,14 @@ def table(columns, rows, caption=""):
 # token is a button: focusing or hovering it (or tapping it, which pins it) shows only its lines.
 
 def lines(weights, query_labels, key_labels, *, titles=None, head=0, focus=None,
-          focus_from=None, caption="", label="attention weight"):
+          focus_from=None, caption="", label="attention weight", masked=None):
     """Data of a ``lines`` view: ``weights`` (H, Lq, Lk) or (Lq, Lk), rows summing to 1 (or 0);
     ``titles`` one per head (with H > 1 the view has its own head picker, starting at ``head``);
     ``focus`` ``("query", i)`` or ``("key", j)``: the token whose lines alone are drawn at first
     (None: every line); ``focus_from`` ``(control name, [query index or None per value])``: the
     focused query follows that control (e.g. a ``steps`` control through the queries), so the
-    states that differ only in it share one copy of the weights."""
+    states that differ only in it share one copy of the weights. ``masked``: as ``heatmap``'s
+    (True = blocked by a mask): those pairs get no line and are not listed."""
     grids = _numbers(weights)
     if not isinstance(grids, list) or not grids or not isinstance(grids[0], list):
         raise ValueError(f"weights must be (H, Lq, Lk) or (Lq, Lk); got {weights!r:.80}")
@@ -199,6 +223,10 @@ def lines(weights, query_labels, key_labels, *, titles=None, head=0, focus=None,
             raise ValueError(f"focus_from must be (control name, [query index in 0..{Lq - 1} "
                              f"or None per value]); got {focus_from!r:.120}")
         d["focus_from"] = {"knob": knob, "queries": list(queries)}
+    if masked is not None:
+        blocked = _masked(masked, H, Lq, Lk)
+        if blocked is not None:
+            d["masked"] = blocked
     return d
 
 

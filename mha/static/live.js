@@ -156,6 +156,22 @@
     var x = +v.toFixed(Math.min(dec, 12));
     return Number.isInteger(x) && Math.abs(x) >= 1e3 ? x.toLocaleString("en") : String(x);
   }
+  function log2Ticks(least2, most2) {
+    var lo = Math.floor(Math.log2(least2)), hi = Math.ceil(Math.log2(most2));
+    if (hi === lo) hi = lo + 1;
+    var step = Math.max(1, Math.ceil((hi - lo) / 5)), out = [];
+    lo = Math.floor(lo / step) * step;
+    hi = Math.ceil(hi / step) * step;
+    for (var k = lo; k <= hi; k += step) out.push(k);
+    return out;
+  }
+  var BYTE_UNITS = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"];
+  function log2Text(k, unit) {
+    var u = unit === void 0 || unit === null ? -1 : BYTE_UNITS.indexOf(unit);
+    if (u < 0) return k >= 0 ? grouped(Math.pow(2, k)) : "1/" + grouped(Math.pow(2, -k));
+    var e = k + 10 * u, at = Math.max(0, Math.min(BYTE_UNITS.length - 1, Math.floor(e / 10)));
+    return log2Text(e - 10 * at) + " " + BYTE_UNITS[at];
+  }
   function grouped(v) {
     return typeof v === "number" && Number.isInteger(v) && Math.abs(v) >= 1e3 ? v.toLocaleString("en") : String(v);
   }
@@ -344,8 +360,8 @@
     return out;
   }
   var RAMPS = { viridis: ramp(VIRIDIS), diverging: ramp(RDBU) };
-  function colour(v, name) {
-    var rgb = RAMPS[name || "viridis"], x = Math.min(1, Math.max(0, v)) * (rgb.length - 1);
+  function colour(v, name2) {
+    var rgb = RAMPS[name2 || "viridis"], x = Math.min(1, Math.max(0, v)) * (rgb.length - 1);
     var i = Math.min(rgb.length - 2, Math.floor(x)), f = x - i, a = rgb[i], b = rgb[i + 1];
     return "rgb(" + [0, 1, 2].map(function(k) {
       return Math.round(a[k] + f * (b[k] - a[k]));
@@ -604,6 +620,16 @@
     return L;
   }
 
+  // mha/static/src/masked.js
+  function maskRows(masked, h) {
+    if (!masked || !masked.length) return null;
+    return typeof masked[0] === "string" ? masked : masked[h] || null;
+  }
+  function isMasked(masked, h, i, j) {
+    var rows = maskRows(masked, h);
+    return !!rows && rows[i].charAt(j) === "1";
+  }
+
   // mha/static/src/heatmap.js
   function heatmap(canvas, d, t) {
     var H = d.grids.length, Lq = d.rows.length, Lk = d.cols.length, lo = d.vmin, hi = d.vmax;
@@ -638,7 +664,7 @@
       for (i = 0; i < Lq && !d.raster; i++) {
         for (j = 0; j < Lk; j++) {
           var v = d.grids[h][i][j], cx = x0 + j * cell, cy = y0 + i * cell;
-          if (d.masked && d.masked[i].charAt(j) === "1") {
+          if (isMasked(d.masked, h, i, j)) {
             ctx.strokeStyle = t.muted;
             ctx.lineWidth = 1;
             ctx.beginPath();
@@ -740,7 +766,7 @@
         px[p] = v === null ? nan : lut[3 * u];
         px[p + 1] = v === null ? nan : lut[3 * u + 1];
         px[p + 2] = v === null ? nan : lut[3 * u + 2];
-        px[p + 3] = d.masked && d.masked[i].charAt(j) === "1" ? 0 : 255;
+        px[p + 3] = isMasked(d.masked, h, i, j) ? 0 : 255;
       }
     }
     cx.putImageData(img, 0, 0);
@@ -936,6 +962,7 @@
       if (f && f[0] === "query" && f[1] !== i) continue;
       for (j = 0; j < Lk; j++) {
         if (f && f[0] === "key" && f[1] !== j) continue;
+        if (isMasked(d.masked, h, i, j)) continue;
         var v = w[i][j] === null ? 0 : w[i][j], a = Math.max(0, Math.min(1, v));
         drawn.push([i, j, round(v)]);
         if (a < cut) continue;
@@ -958,10 +985,11 @@
       }).join(", ");
     } else {
       words = "the strongest line of each query: " + w.map(function(r, i2) {
-        var best = 0;
+        var best = -1;
         r.forEach(function(x, j2) {
-          if (x > r[best]) best = j2;
+          if (!isMasked(d.masked, h, i2, j2) && (best < 0 || x > r[best])) best = j2;
         });
+        if (best < 0) return tokenName(d.rows, i2) + " to no key (all masked)";
         return tokenName(d.rows, i2) + " to " + tokenName(d.cols, best) + " " + fmt(r[best]);
       }).join(", ");
     }
@@ -970,7 +998,7 @@
       "Lines from queries (left) to keys (right), width and opacity the " + (d.label || "attention weight") + (head ? ", " + head : "") + "; " + words + "."
     );
     var said = linesSaid(d, f, drawn, cut);
-    m.legend.textContent = "Line width and opacity: the " + (d.label || "attention weight") + " (thin and light near " + cut + ", solid from 0.5, thickest at 1); lines under " + cut + " are not drawn.";
+    m.legend.textContent = "Line width and opacity: the " + (d.label || "attention weight") + " (thin and light near " + cut + ", solid from 0.5, thickest at 1); lines under " + cut + " are not drawn" + (d.masked ? ", nor those the mask blocks." : ".");
     m.said.textContent = said.text + whose(m, f);
     neverShrink(m.said, "2.6em");
     m.box.dataset.values = JSON.stringify({
@@ -995,12 +1023,12 @@
   function whose(m, f) {
     var d = m.d, base = m.base;
     if (!base || !f || !d.focus_from) return "";
-    function name(g) {
+    function name2(g) {
       return g[0] + " " + tokenName(g[0] === "query" ? d.rows : d.cols, g[1]);
     }
     if (base[0] === f[0] && base[1] === f[1])
-      return " These are the lines of the step's " + name(base) + ".";
-    return " These are the lines of the " + name(f) + " you " + (m.hover ? "focus or point at" : "pinned") + ", not of the step's " + name(base) + ", which come back when " + (m.hover ? "the focus or pointer leaves." : "you tap the token again or press Escape.");
+      return " These are the lines of the step's " + name2(base) + ".";
+    return " These are the lines of the " + name2(f) + " you " + (m.hover ? "focus or point at" : "pinned") + ", not of the step's " + name2(base) + ", which come back when " + (m.hover ? "the focus or pointer leaves." : "you tap the token again or press Escape.");
   }
   function linesSaid(d, f, drawn, cut) {
     var shown = drawn.filter(function(l) {
@@ -1012,7 +1040,7 @@
         largest: [],
         text: "Focus, hover or tap a token to see only its lines and their weights."
       };
-    var name = (f[0] === "query" ? d.rows : d.cols)[f[1]];
+    var name2 = (f[0] === "query" ? d.rows : d.cols)[f[1]];
     var top = drawn.slice().sort(function(a, b) {
       return b[2] - a[2];
     }).slice(0, 3).filter(function(l) {
@@ -1022,7 +1050,7 @@
       return {
         shown: 0,
         largest: [],
-        text: f[0] === "key" ? "No query puts more than " + cut + " on key " + name + " (" + f[1] + "): no line is drawn." : "Query " + name + " (" + f[1] + ") puts no weight above " + cut + " on any key: no line is drawn."
+        text: f[0] === "key" ? "No query puts more than " + cut + " on key " + name2 + " (" + f[1] + "): no line is drawn." : "Query " + name2 + " (" + f[1] + ") puts no weight above " + cut + " on any key: no line is drawn."
       };
     }
     var largest = top.map(function(l) {
@@ -1031,7 +1059,7 @@
     return {
       shown,
       largest,
-      text: (f[0] === "query" ? "Query " : "Key ") + name + " (" + f[1] + "), largest weights: " + top.map(function(l) {
+      text: (f[0] === "query" ? "Query " : "Key ") + name2 + " (" + f[1] + "), largest weights: " + top.map(function(l) {
         return tokenName(d.rows, l[0]) + " \u2192 " + tokenName(d.cols, l[1]) + ": " + fmt(l[2]);
       }).join(", ") + (shown > top.length ? " (" + shown + " lines over " + cut + ")" : "") + "."
     };
@@ -1245,6 +1273,103 @@
     else delete row.dataset.scrolls;
   }
 
+  // mha/static/src/pages.js
+  var NARROW = 600;
+  var SPLIT = 0.4;
+  var PAGE = 0.3;
+  function paginate(root, spec) {
+    var bar = root.querySelector(".mha-bar"), box = root.querySelector(".mha-controls");
+    if (!bar || !box || !root.clientWidth) return;
+    var rows = Array.prototype.slice.call(box.children), tabs = bar.querySelector(".mha-tabs"), narrow = root.clientWidth < NARROW;
+    root.classList.toggle("mha-narrow", narrow);
+    rows.forEach(function(r) {
+      r.hidden = false;
+    });
+    box.style.minHeight = "";
+    var pages = narrow ? pack(rows, spec, box) : [rows];
+    if (tabs) tabs.hidden = pages.length < 2;
+    if (pages.length < 2) {
+      delete root.dataset.pages;
+      return;
+    }
+    if (!tabs) {
+      tabs = el("div", { class: "mha-tabs", role: "tablist", "aria-label": "groups of controls" });
+      bar.insertBefore(tabs, box);
+    }
+    tabs.textContent = "";
+    pages.forEach(function(page, p) {
+      page.forEach(function(r) {
+        r.dataset.page = String(p);
+      });
+      var b = el("button", { type: "button", role: "tab", "data-page": String(p) }, name(page, spec));
+      b.addEventListener("click", function() {
+        show(root, p);
+      });
+      tabs.appendChild(b);
+    });
+    var active = Number(root.dataset.page || 0), tallest2 = 0;
+    pages.forEach(function(page, p) {
+      show(root, p);
+      tallest2 = Math.max(tallest2, box.offsetHeight);
+    });
+    box.style.minHeight = tallest2 + "px";
+    root.dataset.pages = String(pages.length);
+    show(root, Math.min(active, pages.length - 1));
+  }
+  function show(root, p) {
+    root.dataset.page = String(p);
+    root.querySelectorAll(".mha-controls > [data-page]").forEach(function(r) {
+      r.hidden = r.dataset.page !== String(p);
+    });
+    root.querySelectorAll(".mha-tabs [role=tab]").forEach(function(b) {
+      var on = b.dataset.page === String(p);
+      b.setAttribute("aria-selected", String(on));
+    });
+  }
+  function pack(rows, spec, box) {
+    var gap = parseFloat(getComputedStyle(box).rowGap) || 0, heights = rows.map(function(r) {
+      return r.offsetHeight + gap;
+    }), total = heights.reduce(function(s, h) {
+      return s + h;
+    }, 0);
+    if (total <= SPLIT * window.innerHeight) return [rows];
+    var named = rows.some(function(r, i) {
+      return groupOf(spec, i) !== null;
+    });
+    var pages = [], byGroup = {}, group = null;
+    if (named) {
+      rows.forEach(function(r, i) {
+        group = groupOf(spec, i) || group || groupOf(spec, 0);
+        if (!byGroup[group]) pages.push(byGroup[group] = []);
+        byGroup[group].push(r);
+      });
+      return pages;
+    }
+    var count = Math.ceil(total / (PAGE * window.innerHeight)), page = [], used = 0;
+    rows.forEach(function(r, i) {
+      if (page.length && used + heights[i] / 2 > total / count) {
+        pages.push(page);
+        page = [];
+        used = 0;
+      }
+      page.push(r);
+      used += heights[i];
+    });
+    pages.push(page);
+    return pages;
+  }
+  function groupOf(spec, i) {
+    var c = spec.controls[i];
+    return c && c.group ? c.group : null;
+  }
+  function name(page, spec) {
+    var i = Number(page[0].dataset.index), g = groupOf(spec, i);
+    if (g) return g;
+    return page.map(function(r) {
+      return r.querySelector("label").textContent;
+    }).join(", ");
+  }
+
   // mha/static/src/sticky.js
   function stickyTop() {
     var h = document.querySelector(".bd-header-article");
@@ -1255,6 +1380,7 @@
     var top = stickyTop() + "px";
     document.querySelectorAll(".mha-live").forEach(function(r) {
       r.style.setProperty("--mha-top", top);
+      if (r.mhaPaginate) r.mhaPaginate();
     });
   }
   function keepInView(root) {
@@ -1315,8 +1441,8 @@
     var spec = JSON.parse(root.querySelector("script.mha-spec").textContent), uid = "mha-live-" + nextId();
     var ctl = {}, views = {}, last = null;
     var box = root.querySelector(".mha-controls");
-    function index(name) {
-      var c = ctl[name], input = c.input;
+    function index(name2) {
+      var c = ctl[name2], input = c.input;
       if (c.spec.kind === "toggle") return input.checked ? 1 : 0;
       return Number(input.value === UNUSED ? input.dataset.keep : input.value);
     }
@@ -1327,9 +1453,11 @@
       });
       return v;
     }
-    spec.controls.forEach(function(c) {
+    spec.controls.forEach(function(c, i) {
       ctl[c.name] = buildControl(c, uid, redraw);
-      box.appendChild(ctl[c.name].input.parentElement);
+      var row = ctl[c.name].input.parentElement;
+      row.dataset.index = String(i);
+      box.appendChild(row);
     });
     var area = root.querySelector(".mha-views");
     spec.views.forEach(function(v) {
@@ -1340,8 +1468,8 @@
     });
     var readout = root.querySelector(".mha-readout");
     function apply(st) {
-      Object.keys(st.options || {}).forEach(function(name) {
-        var c = ctl[name], offered = st.options[name], sel = c.input, old = index(name);
+      Object.keys(st.options || {}).forEach(function(name2) {
+        var c = ctl[name2], offered = st.options[name2], sel = c.input, old = index(name2);
         var now = Array.prototype.filter.call(sel.options, function(o) {
           return o.value !== UNUSED;
         }).map(function(o) {
@@ -1358,13 +1486,13 @@
         }).pop();
         sel.value = String(pick === void 0 ? offered[0] : pick);
       });
-      Object.keys(st.disabled || {}).forEach(function(name) {
-        ctl[name].input.disabled = st.disabled[name];
+      Object.keys(st.disabled || {}).forEach(function(name2) {
+        ctl[name2].input.disabled = st.disabled[name2];
       });
-      Object.keys(st.set || {}).forEach(function(name) {
-        var c = ctl[name], i = c.spec.values.indexOf(st.set[name]);
+      Object.keys(st.set || {}).forEach(function(name2) {
+        var c = ctl[name2], i = c.spec.values.indexOf(st.set[name2]);
         if (c.spec.kind === "text") {
-          var box2 = c.input, from = box2.selectionStart, to = box2.selectionEnd, text = String(st.set[name]);
+          var box2 = c.input, from = box2.selectionStart, to = box2.selectionEnd, text = String(st.set[name2]);
           var keep = document.activeElement === box2 && text.length === box2.value.length;
           box2.value = text;
           if (keep) box2.setSelectionRange(from, to);
@@ -1393,8 +1521,8 @@
     }
     function limit(limits, changed) {
       var moved = false;
-      Object.keys(limits).forEach(function(name) {
-        var c = ctl[name], lim = limits[name], old = c.input.value;
+      Object.keys(limits).forEach(function(name2) {
+        var c = ctl[name2], lim = limits[name2], old = c.input.value;
         c.input.max = String(lim.max);
         if (lim.reset && changed === lim.reset)
           c.input.value = lim.to === "max" ? String(lim.max) : "0";
@@ -1462,6 +1590,10 @@
     };
     redraw(null);
     if (!last) throw new Error("no state drawn");
+    root.mhaPaginate = function() {
+      paginate(root, spec);
+    };
+    root.mhaPaginate();
   }
 
   // mha/static/src/page.js
@@ -1594,19 +1726,14 @@
     });
     var xlo = least(xs), xhi = most(xs), lo, hi, ticks, tickY, text;
     if (loglog) {
-      lo = Math.floor(Math.log2(least(all)));
-      hi = Math.ceil(Math.log2(most(all)));
-      if (hi === lo) hi = lo + 1;
-      var step = Math.max(1, Math.ceil((hi - lo) / 5));
-      lo = Math.floor(lo / step) * step;
-      hi = Math.ceil(hi / step) * step;
-      ticks = [];
-      for (var k = lo; k <= hi; k += step) ticks.push(k);
-      tickY = function(k2) {
-        return Y(Math.pow(2, k2));
+      ticks = log2Ticks(least(all), most(all));
+      lo = ticks[0];
+      hi = ticks[ticks.length - 1];
+      tickY = function(k) {
+        return Y(Math.pow(2, k));
       };
-      text = function(k2) {
-        return k2 >= 0 ? Math.pow(2, k2).toLocaleString("en") : "1/" + Math.pow(2, -k2).toLocaleString("en");
+      text = function(k) {
+        return log2Text(k, d.y_unit);
       };
     } else {
       lo = d.y_min !== void 0 ? d.y_min : least(all);
@@ -1703,7 +1830,7 @@
     );
     return (d.caption ? d.caption + ". " : "") + (loglog ? "Both axes on a log scale. " : "") + d.series.map(function(s) {
       return s.label + ": " + d.x.map(function(x, i) {
-        return x + " " + fmt(s.y[i]);
+        return x + " " + fmt(s.y[i]) + (d.y_unit ? " " + d.y_unit : "");
       }).join(", ");
     }).join("; ") + ".";
   }

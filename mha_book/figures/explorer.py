@@ -39,6 +39,10 @@ __all__ = ["explorer_data", "explorer_figure", "frozen_figure", "message_html", 
 STATIC_D_MODEL = 64
 STATIC_HEADS = (1, 2, 4, 8, 16)
 STATIC_SEEDS = tuple(range(5))
+#: the tabs of the bar of controls on a phone (four controls each)
+CONTROL_GROUPS = {"text": ("source", "seq_len", "seed", "sentence"),
+                  "heads": ("d_model", "num_heads", "num_kv_heads", "view"),
+                  "softmax": ("temperature", "mask", "window", "sink")}
 #: temperatures the slider holds exactly: the ends, and those the chapters name
 T_ANCHORS = (0.05, 0.1, 0.5, 1.0, 10.0, 20.0)
 T_PER_DECADE = 10  # steps per factor of 10, about 1.26 each
@@ -315,6 +319,8 @@ def explorer_figure(knobs, data=None):
         select("view", "view", list(VIEWS), "heatmaps", labels=list(VIEWS.values())),
     ]
     controls[1].disabled = True  # d_model: fixed in the page
+    for c in controls:  # a phone shows one group at a time, behind tabs
+        c.group = next(g for g, names in CONTROL_GROUPS.items() if c.name in names)
     controls[5].labels = temperature_labels(controls[5].values)
     note = ("<b>Live in this page, no kernel needed:</b> source, num_heads, num_kv_heads, "
             "seq_len, temperature, mask, window, sink, seed (0 to "

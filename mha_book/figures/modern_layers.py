@@ -9,14 +9,19 @@
   qk_rope_dim numbers a layer, whatever the heads) with ``mha.configs.latent_cache_bytes``;
   the accent marks the two the reader sets. The plot is one sequence's cache in MiB (exact
   numbers) against the context, both axes on a log scale (a cache in proportion to the
-  context is a line of slope 1), and with a window on, GQA with every layer windowed: a
-  rolling cache that stops growing at the window.
+  context is a line of slope 1), its ticks in binary units chosen per tick (``y_unit``
+  "MiB": "64 MiB", "4 GiB", "2 TiB", never "2,097,152"), and with a window on, GQA with every
+  layer windowed: a rolling cache that stops growing at the window.
 * ``window_sink()``: the Shakespeare model (``mha_book.language_model``) on a held-out line. A head
   of layer 1 is recomputed from its own queries and keys (the layer's input, recorded, through
   W_q, W_k and ``mha.rotary.apply_rope``) with a causal sliding window of w positions
   (``mha.modern.window_mask``) and a sink logit b (``mha.modern.sink_attention``: the softmax
   of [scores | b] without the sink's column, so a row sums to less than 1; "off" is b = -inf;
-  b as in the chapter, where s are the scores).
+  b as in the chapter, where s are the scores). The sink takes sigma(b - LSE) of a row, LSE the
+  log-sum-exp of its scores, which runs from about 0.5 to 20 on this line (medians 5.6 to 12.5
+  by head); so the slider starts at b = 6, where the sink takes a visible share of every head's
+  rows (at b = 0 it took 0.03% of the induction head's weight: no visible change), and the
+  readout gives the head's log-sum-exps to compare b with.
   With the full window and no sink the weights are the model's own (``mha.record_attention``).
   The heatmap is the weights; the plot each query's weight on the line breaks and on the sink.
 
@@ -41,7 +46,7 @@ from ._registry import live_figure
 
 __all__ = ["CONTEXTS", "HEADS", "HEAD_LABELS", "KV_HEADS", "KV_RANKS", "NUM_HEADS", "SINKS",
            "TEXT", "WINDOWS", "WINDOW_SIZES", "bytes_state", "head_problem", "kv_bytes",
-           "per_token", "sink_weights", "window_sink", "window_sink_state"]
+           "per_token", "row_lse", "sink_weights", "window_sink", "window_sink_state"]
 
 # ----------------------------------------------------------------------------- cache per token
 
@@ -93,8 +98,9 @@ def bytes_state(num_heads, kv_heads, kv_rank, window):
         curves[f"GQA {kv}, window {window:,}"] = [
             kv_cache_bytes(LAYERS, kv, D_HEAD, min(n, window)) / 2**20 for n in CONTEXTS]
     growth = plot(CONTEXTS, curves, x_log=True, x_label="context (tokens), log scale",
-                  y_label="MiB, log scale", caption="One sequence's cache against the context")
+                  y_label="cache, log scale", caption="One sequence's cache against the context")
     growth["y_log"] = True  # both axes log2-spaced: the front end's log-log plot
+    growth["y_unit"] = "MiB"  # y in MiB; the ticks in KiB to TiB, as each reads best
     limits = {"kv_heads": {"max": KV_HEADS.index(num_heads)}}
     if kv_heads > num_heads:  # never drawn: the page snaps the select back to num_heads first
         readout = (f"{num_heads} query heads cannot share {kv_heads} key/value heads; GQA "
@@ -151,7 +157,9 @@ LAYER = 1
 HEADS = (0, 3, 1)  # chapter 10: heads 0 and 3 of layer 1 are induction heads
 HEAD_LABELS = ("L1 H0 (induction)", "L1 H3 (induction)", "L1 H1 (looks back)")
 WINDOW_SIZES = ("full", 16, 8, 4)
-SINKS = ("off", 0, 4, 8, 10, 12)
+# "off" (b = -inf), then logits the rows' log-sum-exps make visible: b = 0 took 0.03% of the
+# induction head's weight (its rows' LSE: median 10.6), a slider step that changed nothing
+SINKS = ("off", 6, 8, 10, 12, 14)
 
 
 @lru_cache(maxsize=1)
@@ -195,6 +203,18 @@ def sink_weights(head, window, sink):
     return w, torch.zeros(L) if sink == "off" else (1 - w.sum(-1)).clamp(min=0)  # (L,)
 
 
+@lru_cache(maxsize=None)
+def row_lse(head, window):
+    """Each row's log-sum-exp of the scores ``head`` may see through ``window``: (L,). The sink
+    b takes sigma(b - LSE) of a row, so these are what a sink logit is to be compared with."""
+    q, k, _, _, scale = head_problem()
+    L, g = q.size(-2), head // (q.size(1) // k.size(1))
+    allowed = window_mask(L, L, L if window == "full" else window)  # (L, L)
+    with torch.no_grad():
+        scores = q[0, head] @ k[0, g].transpose(-2, -1) * scale  # (L, Dh) @ (Dh, L)
+        return scores.masked_fill(~allowed, -math.inf).logsumexp(-1)  # (L,)
+
+
 def _breaks(w):
     """Each row's weight on the line breaks of ``TEXT``: (L, L) -> (L,)."""
     return w[:, [i for i, ch in enumerate(TEXT) if ch == "\n"]].sum(-1)
@@ -213,10 +233,14 @@ def window_sink_state(head, window, sink):
     sunk = "no sink" if sink == "off" else f"sink {sink}"  # the heatmap's caption
     labels = token_labels(TEXT)
     trained_text = f"; the head as trained (full window) puts {_pct(trained.mean())} there"
+    lse = row_lse(head, window)
+    rows = (f"with LSE the log-sum-exp of the row's scores: {float(lse.min()):.1f} to "
+            f"{float(lse.max()):.1f} on this head's rows (median {float(lse.median()):.1f})")
     if sink == "off":
         readout = (f"{name}, {win}, no sink: a query puts on average {_pct(breaks.mean())} of "
                    f"its weight on the line break (\u21b5), and every row sums to 1"
-                   + (" (the head as trained)." if window == "full" else f"{trained_text}."))
+                   + (" (the head as trained)" if window == "full" else trained_text)
+                   + f". A sink logit b would take \u03c3(b \u2212 LSE) of a row, {rows}.")
     else:
         readout = (f"{name}, {win}, sink {sink}: a query puts on average "
                    f"{_pct(breaks.mean())} of its weight on the line break (\u21b5) and "
@@ -224,7 +248,8 @@ def window_sink_state(head, window, sink):
                    f"{float(1 - on_sink.mean()):.3f} on average. With no sink the same head "
                    f"and window put {_pct(bare.mean())} on the line break; with sink {sink}, "
                    f"{_pct(on_sink.mean())} goes to the sink"
-                   + ("." if window == "full" else f"{trained_text} with no sink."))
+                   + ("" if window == "full" else f"{trained_text} with no sink")
+                   + f". The sink takes \u03c3(b \u2212 LSE) of a row, {rows}.")
     positions = list(range(len(TEXT)))
     curves = {"on the line break": breaks, "on the sink": on_sink}  # zeros with no sink
     if (window, sink) != ("full", "off"):  # as trained it would lie on the first line
@@ -242,7 +267,8 @@ def window_sink_state(head, window, sink):
         "state": {"head": head, "window": window, "sink": sink,
                   "line_breaks": float(breaks.mean()), "sink_share": float(on_sink.mean()),
                   "no_sink_line_breaks": float(bare.mean()),
-                  "trained_line_breaks": float(trained.mean())},
+                  "trained_line_breaks": float(trained.mean()),
+                  "lse_median": float(lse.median())},
     }
 
 

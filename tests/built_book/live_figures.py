@@ -61,6 +61,7 @@ def press(page, root, knob, key):
     page.evaluate("() => { window.__keyAt = null; document.addEventListener('keydown', "
                   "() => { window.__keyAt = performance.now(); }, {capture: true, once: true}); }")
     if knob is not None:
+        show_page(page, root, knob, touch=False)  # a phone's bar shows a page of controls
         root.locator(f'[data-knob="{knob}"]').focus()
     page.keyboard.press(key)
     page.wait_for_function("([el, n]) => el.dataset.draws !== n",
@@ -343,3 +344,21 @@ def page_with(name):
         if f'data-figure="{name}"' in path.read_text(encoding="utf-8", errors="replace"):
             return path.relative_to(html).as_posix()
     raise AssertionError(f"no page of the built book ({html}) holds the figure {name!r}")
+
+
+def show_page(page, root, knob, touch):
+    """Tap the tab of the page holding ``knob`` when the bar is split into pages (a phone)
+    and that page is not the one shown."""
+    row = root.locator(f'.mha-control:has([data-knob="{knob}"])')
+    number = row.get_attribute("data-page")
+    if number is None or not row.evaluate("e => e.hidden"):
+        return
+    before = root.get_attribute("data-page")
+    tab = root.locator(f'.mha-tabs [data-page="{number}"]')
+    if touch:
+        tab.tap()
+    else:
+        tab.click()
+    page.wait_for_function("([r, p]) => r.dataset.page === p",
+                           arg=[root.element_handle(), number], timeout=5_000)
+    assert before != root.get_attribute("data-page")

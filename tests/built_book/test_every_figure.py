@@ -31,6 +31,7 @@ from live_figures import (
     set_control,
     show,
     show_on_panel,
+    show_page,
 )
 from test_page_weight import LIMIT
 
@@ -106,9 +107,11 @@ def test_no_text_overlaps_or_is_cut_on_the_books_dark_panel_on_a_phone(phone_pag
 
 # ----------------------------------------------------------------------------- a phone
 
-# the controls a tap changes: [knob, kind] for sliders, toggles and step sliders in view
+# the controls a tap changes: [knob, kind] for sliders, toggles and step sliders (on a page of
+# the bar that a tab shows, or in view)
 TAPPABLE = """root => [...root.querySelectorAll('[data-knob]')].filter(e => !e.disabled
-  && e.getClientRects().length && (e.type === 'range' || e.type === 'checkbox')).map(e =>
+  && (e.getClientRects().length || e.closest('[data-page]'))
+  && (e.type === 'range' || e.type === 'checkbox')).map(e =>
   [e.dataset.knob, e.type === 'checkbox' ? 'toggle'
     : e.parentElement.classList.contains('mha-step') ? 'step' : 'range'])"""
 
@@ -144,6 +147,7 @@ def test_a_tap_redraws_and_nothing_is_wider_than_a_phone(phone_page, built_figur
     for knob, kind in [(None, None), *controls]:
         root = show(phone_page, fig)  # each control from the start
         if knob is not None:
+            show_page(phone_page, root, knob, touch=True)
             tap_control(phone_page, root, knob, kind)
         widest = phone_page.evaluate(WIDEST)
         assert widest <= 390, f"{name}, after a tap on {knob}: {widest} px wide on a 390 px screen"
@@ -167,7 +171,12 @@ def sizes(root):
 def test_touch_targets_are_44_px_on_a_phone(phone_page, built_figure, name):
     """WCAG 2.5.5: sliders, selects and buttons; a checkbox's row, whose label is part of the
     target, too."""
-    found = sizes(show(phone_page, built_figure(name)))
+    root = show(phone_page, built_figure(name))
+    found = sizes(root)
+    for tab in root.locator(".mha-tabs [role=tab]").all():  # every page of a split bar
+        tab.tap()
+        found += sizes(root)
+    found = [f for f in found if f[1] or f[2]]  # a page not shown has no size
     assert found, f"{name}: no controls found"
     small = [(what, round(w), round(h)) for what, w, h in found if min(w, h) < 44]
     assert not small, f"{name}: touch targets under 44 x 44 px: {small}"

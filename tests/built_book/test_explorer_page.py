@@ -284,13 +284,18 @@ def test_explorer_and_slider_pass_axe(page, dark):
 def test_explorer_on_a_phone(browser):
     """390 x 844 with touch: tapping a select and choosing redraws; nothing is wider than the
     screen."""
-    from live_figures import show
+    from live_figures import show, show_page
 
     context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True,
                                   is_mobile=True, device_scale_factor=2)
     page = context.new_page()
     try:
         root = show(page, live_explorer.explorer_figure({**widgets.DEFAULTS}))
+        # twelve controls: on a phone a tab shows each group of them
+        assert root.locator('[data-knob="num_heads"]').is_hidden()
+        show_page(page, root, "num_heads", touch=True)
+        bar = root.locator(".mha-bar").evaluate("b => [b.scrollHeight, b.clientHeight]")
+        assert bar[0] <= bar[1] + 1, f"the bar scrolls inside itself: {bar}"
         before = root.get_attribute("data-draws")
         root.locator('[data-knob="num_heads"]').tap()
         root.locator('[data-knob="num_heads"]').select_option(index=1)  # 2 heads

@@ -8,7 +8,10 @@ compares every view's drawing), then, for each such view, scrolls the page as a 
 to that view, and there uses the control as a reader does (a key on a slider or a select, a tap
 or click on a box or a step button, a letter typed into a text box; nothing that scrolls the
 page). It asserts that the control was visible and not covered when used, that the view
-changed, and that the view intersects the part of the screen below the bar.
+changed, and that the view intersects the part of the screen below the bar; that the bar never
+scrolls inside itself (on a phone a bar of many controls is split into pages behind tabs, which
+the test taps as a reader would); and that an error the use shows is on screen there too, not
+under the bar.
 
 In dark mode every figure is drawn dark (its own colour scheme and a dark background behind
 it), it switches with the theme without a reload, and axe finds nothing in it.
@@ -16,7 +19,7 @@ it), it switches with the theme without a reload, and axe finds nothing in it.
 
 import pytest
 from conftest import HTML
-from live_figures import SIZES, axe_violations
+from live_figures import SIZES, axe_violations, show_page
 
 pytestmark = pytest.mark.browser
 
@@ -61,6 +64,26 @@ WHERE = """([root, knob, view]) => {
   return {control: [c.top, c.bottom], view: [v.top, v.bottom], bar: bar.bottom,
           height: innerHeight, hit: !!top && row.contains(top)};
 }"""
+
+
+# the readout and the error box: their text, where they are, whether the bar covers them
+SAYS = """root => Object.fromEntries(['.mha-readout', '.mha-error'].map(sel => {
+  const e = root.querySelector(sel), r = e.getBoundingClientRect();
+  const bar = root.querySelector('.mha-bar').getBoundingClientRect();
+  return [sel, {text: e.textContent, top: r.top, bottom: r.bottom, bar: bar.bottom,
+                height: innerHeight}]; }))"""
+
+
+def said_out_of_sight(before, after):
+    """A non-empty error that is not on screen below the bar (the readout scrolls with the
+    views: ``before`` is kept for a check of it once readouts stay in sight, issue 45)."""
+    bad = []
+    for sel, now in after.items():
+        shown = now["text"].strip() and sel == ".mha-error"
+        if shown and not (now["top"] >= now["bar"] - 1 and now["bottom"] <= now["height"] + 1):
+            bad.append(f"{sel} {now['text'][:60]!r} at {now['top']:.0f}..{now['bottom']:.0f}"
+                       f" (bar ends at {now['bar']:.0f}, screen {now['height']})")
+    return bad
 
 
 def draws(root):
@@ -115,8 +138,7 @@ def tap(page, locator, touch):
 
 def scroll_to(page, root, view, knob):
     """Scroll as a reader would to ``view``: its top just under the figure's bar, or, for the
-    views right under the bar, to the figure's start; then, in a bar taller than its room (it
-    scrolls by itself, a phone's explorer), bring the control into the bar's view."""
+    views right under the bar, to the figure's start."""
     root.evaluate(
         """(r, [view, knob]) => {
           const v = r.querySelector(`.mha-views [data-view="${view}"]`);
@@ -125,10 +147,6 @@ def scroll_to(page, root, view, knob):
           const y = v.getBoundingClientRect().top + scrollY - top - bar.offsetHeight - 8;
           const start = r.getBoundingClientRect().top + scrollY - top - 8;
           scrollTo(0, Math.max(0, Math.max(start, y)));
-          const c = r.querySelector(`[data-knob="${knob}"]`).closest('.mha-control');
-          const b = bar.getBoundingClientRect(), cr = c.getBoundingClientRect();
-          if (cr.bottom > b.bottom) bar.scrollTop += cr.bottom - b.bottom + 4;
-          if (cr.top < b.top) bar.scrollTop -= b.top - cr.top + 4;
         }""", [view, knob])
     page.wait_for_timeout(30)
 
@@ -151,6 +169,7 @@ def open_page(browser, book_url, page_path, size, mode):
 def changes(page, root, knob, kind, touch, key):
     """The views that using ``knob`` changes (found once per page, figure and control)."""
     if key not in CHANGES:
+        show_page(page, root, knob, touch)
         root.locator(f'[data-knob="{knob}"]').scroll_into_view_if_needed()  # a tap needs it
         before = root.evaluate(SIGNATURES)
         use(page, root, knob, kind, +1, touch)
@@ -164,12 +183,16 @@ def check_figure(page, root, touch, page_path):
     """Every control of one figure: returns the failures (and the uses made)."""
     failures, uses = [], 0
     name = root.get_attribute("data-figure")
+    bar = root.locator(".mha-bar").evaluate("b => [b.scrollHeight, b.clientHeight]")
+    if bar[0] > bar[1] + 1:
+        failures.append(f"{name}: the bar scrolls inside itself: {bar}")
     for knob, kind, disabled in root.evaluate(CONTROLS):
         if disabled:
             continue
         changed = changes(page, root, knob, kind, touch, (page_path, name, knob))
         direction = +1
         for view in changed:
+            show_page(page, root, knob, touch)
             hidden = root.locator(f'.mha-views [data-view="{view}"]').evaluate("e => e.hidden")
             if hidden:  # a view the control brings in: scroll to where it appears
                 use(page, root, knob, kind, direction, touch)
@@ -178,12 +201,15 @@ def check_figure(page, root, touch, page_path):
                 use(page, root, knob, kind, -direction, touch)
             seen = page.evaluate(WHERE, [root.element_handle(), knob, view])
             was = root.evaluate(SIGNATURES).get(view)
+            said = root.evaluate(SAYS)
             use(page, root, knob, kind, direction, touch)
             uses += 1
             direction = -direction
             now = root.evaluate(SIGNATURES).get(view)
             after_use = page.evaluate(WHERE, [root.element_handle(), knob, view])
             where = f"{name}: {knob} ({kind}) -> {view}"
+            failures += [f"{where}: {bad}" for bad in said_out_of_sight(said,
+                                                                          root.evaluate(SAYS))]
             top, bottom = seen["control"]
             if not (top >= 0 and bottom <= seen["height"] and seen["hit"]):
                 failures.append(f"{where}: the control is not in view or covered: {seen}")

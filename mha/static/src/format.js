@@ -73,6 +73,31 @@ export function tickText(v, step) {
   return Number.isInteger(x) && Math.abs(x) >= 1000 ? x.toLocaleString("en") : String(x);
 }
 
+// a log2 axis's ticks (both axes of a log-log plot): exponents k of 2^k from the floor of the
+// least value's log2 to the ceiling of the largest's, in steps that keep at most 6 of them
+export function log2Ticks(least, most) {
+  var lo = Math.floor(Math.log2(least)),
+    hi = Math.ceil(Math.log2(most));
+  if (hi === lo) hi = lo + 1;
+  var step = Math.max(1, Math.ceil((hi - lo) / 5)),
+    out = [];
+  lo = Math.floor(lo / step) * step;
+  hi = Math.ceil(hi / step) * step;
+  for (var k = lo; k <= hi; k += step) out.push(k);
+  return out;
+}
+// the tick 2^k on a log2 axis: 65,536 or 1/8 as the bars and tables write them; on an axis in a
+// binary unit of bytes (unit "MiB": chapter 14's caches, 4 MiB to 2 TiB) each tick in the unit
+// that keeps its number from 1 to 512: "64 MiB", "4 GiB", "2 TiB", never "2,097,152"
+export var BYTE_UNITS = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"];
+export function log2Text(k, unit) {
+  var u = unit === undefined || unit === null ? -1 : BYTE_UNITS.indexOf(unit);
+  if (u < 0) return k >= 0 ? grouped(Math.pow(2, k)) : "1/" + grouped(Math.pow(2, -k));
+  var e = k + 10 * u, // 2^k units are 2^e bytes
+    at = Math.max(0, Math.min(BYTE_UNITS.length - 1, Math.floor(e / 10)));
+  return log2Text(e - 10 * at) + " " + BYTE_UNITS[at];
+}
+
 // a whole number from 1,000 up with thousands separators (8,192 tokens, as the slider says it)
 export function grouped(v) {
   return typeof v === "number" && Number.isInteger(v) && Math.abs(v) >= 1000

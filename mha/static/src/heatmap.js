@@ -4,6 +4,7 @@ import { COLOUR_BAR_BELOW, colourBar } from "./colourbar.js";
 import { colour } from "./colours.js";
 import { roundDeep } from "./format.js";
 import { HEAT_WIDTH, fitScreen, heatLayout } from "./heat_layout.js";
+import { isMasked } from "./masked.js";
 
 export function heatmap(canvas, d, t) {
   var H = d.grids.length,
@@ -60,7 +61,7 @@ export function heatmap(canvas, d, t) {
         var v = d.grids[h][i][j],
           cx = x0 + j * cell,
           cy = y0 + i * cell;
-        if (d.masked && d.masked[i].charAt(j) === "1") {
+        if (isMasked(d.masked, h, i, j)) {
           // blocked by the mask: no colour (a weight near 0
           // is dark purple), a thin stroke from corner to corner
           ctx.strokeStyle = t.muted;
@@ -196,7 +197,7 @@ function raster(ctx, d, h, x0, y0, cell, t) {
       px[p] = v === null ? nan : lut[3 * u];
       px[p + 1] = v === null ? nan : lut[3 * u + 1];
       px[p + 2] = v === null ? nan : lut[3 * u + 2];
-      px[p + 3] = d.masked && d.masked[i].charAt(j) === "1" ? 0 : 255;
+      px[p + 3] = isMasked(d.masked, h, i, j) ? 0 : 255;
     }
   }
   cx.putImageData(img, 0, 0);

@@ -1,19 +1,21 @@
 import { setup } from "./canvas.js";
 import { neverShrink } from "./controls.js";
 import { fmt, round } from "./format.js";
+import { isMasked } from "./masked.js";
 
 // The lines view of one head (queries left, keys right, a line per pair): lines.js builds its
 // buttons, this module draws its lines and says them in words.
 // lines: d = {grids (H, Lq, Lk), rows (query labels), cols (key labels), titles, head (the
 //   head shown first), focus ([side, index] or null), focus_from ({knob, queries: [query
 //   index or null per value of that control]}), caption, label, max_rows (a long text's
-//   tokens scroll in a box this many rows tall)}. In the manner of bertviz's
-//   head view: queries in a left column, keys in a right one, a line for every pair whose
-//   width and opacity are the weight. Every token is a button: keyboard focus or a mouse over
-//   it shows only its lines, a click or tap pins them (aria-pressed; Escape unpins), arrow
-//   keys move between tokens (one tab stop per column). With H > 1 a select picks the head.
-//   Nothing above the token columns changes while the pointer moves over them (the words
-//   that name the focused token sit under the columns), so no token moves under the pointer.
+//   tokens scroll in a box this many rows tall), masked (as the heatmap's: the pairs a mask blocks,
+//   which get no line and are left out of the lines listed and said)}. In the manner of bertviz's
+//   head view: queries in a left column, keys in a right one, a line for every pair whose width and
+//   opacity are the weight. Every token is a button: keyboard focus or a mouse over it shows only
+//   its lines, a click or tap pins them (aria-pressed; Escape unpins), arrow keys move between
+//   tokens (one tab stop per column). With H > 1 a select picks the head. Nothing above the token
+//   columns changes while the pointer moves over them (the words that name the focused token sit
+//   under the columns), so no token moves under the pointer.
 //   A label that occurs twice is named with its position ("the (3)").
 //   The view's element carries data-values = {head, focus: {side, index, label} | null,
 //   lines: [[query, key, weight], ...] (every line drawn)}, data-focus-draws (its own redraws),
@@ -63,6 +65,7 @@ export function drawLines(m) {
     if (f && f[0] === "query" && f[1] !== i) continue;
     for (j = 0; j < Lk; j++) {
       if (f && f[0] === "key" && f[1] !== j) continue;
+      if (isMasked(d.masked, h, i, j)) continue; // blocked: no line, not listed
       var v = w[i][j] === null ? 0 : w[i][j],
         a = Math.max(0, Math.min(1, v));
       drawn.push([i, j, round(v)]);
@@ -97,10 +100,11 @@ export function drawLines(m) {
       "the strongest line of each query: " +
       w
         .map(function (r, i) {
-          var best = 0;
+          var best = -1;
           r.forEach(function (x, j) {
-            if (x > r[best]) best = j;
+            if (!isMasked(d.masked, h, i, j) && (best < 0 || x > r[best])) best = j;
           });
+          if (best < 0) return tokenName(d.rows, i) + " to no key (all masked)";
           return tokenName(d.rows, i) + " to " + tokenName(d.cols, best) + " " + fmt(r[best]);
         })
         .join(", ");
@@ -122,7 +126,8 @@ export function drawLines(m) {
     cut +
     ", solid from 0.5, thickest at 1); lines under " +
     cut +
-    " are not drawn.";
+    " are not drawn" +
+    (d.masked ? ", nor those the mask blocks." : ".");
   m.said.textContent = said.text + whose(m, f);
   neverShrink(m.said, "2.6em"); // the pointer moving over tokens moves nothing below
   m.box.dataset.values = JSON.stringify({

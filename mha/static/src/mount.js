@@ -3,6 +3,7 @@ import { UNUSED, UNUSED_SAID, buildControl, neverShrink, showUnused, tallest } f
 import { el, labelOf } from "./dom.js";
 import { plural } from "./format.js";
 import { CANVAS_VIEWS, COMPUTE, DOM_VIEWS, nextId } from "./registry.js";
+import { paginate } from "./pages.js";
 import { keepInView } from "./sticky.js";
 import { table } from "./table.js";
 
@@ -30,9 +31,11 @@ export function mount(root) {
     });
     return v;
   }
-  spec.controls.forEach(function (c) {
+  spec.controls.forEach(function (c, i) {
     ctl[c.name] = buildControl(c, uid, redraw);
-    box.appendChild(ctl[c.name].input.parentElement);
+    var row = ctl[c.name].input.parentElement;
+    row.dataset.index = String(i);
+    box.appendChild(row);
   });
   var area = root.querySelector(".mha-views");
   spec.views.forEach(function (v) {
@@ -210,4 +213,8 @@ export function mount(root) {
   };
   redraw(null);
   if (!last) throw new Error("no state drawn");
+  root.mhaPaginate = function () {
+    paginate(root, spec);
+  };
+  root.mhaPaginate();
 }

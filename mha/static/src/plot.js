@@ -1,8 +1,9 @@
 import { avail, caption, heading, measurer, setup, widest } from "./canvas.js";
-import { fmt, grouped, niceTicks, roundDeep, tickText } from "./format.js";
+import { fmt, grouped, log2Text, log2Ticks, niceTicks, roundDeep, tickText } from "./format.js";
 
 // plot: d = {x, series: [{label, y}], caption, x_label, y_label, y_min, y_max, x_log, marker,
-//   marker_series (the series that get the ring; all when null)}
+//   marker_series (the series that get the ring; all when null), y_log, y_unit (a log-log
+//   plot's y in a binary unit of bytes, "MiB": its ticks written "64 MiB", "4 GiB")}
 var XPAD = 10;
 function ringed(d, n) {
   return !d.marker_series || d.marker_series.indexOf(n) >= 0;
@@ -144,23 +145,15 @@ export function plot(canvas, d, t) {
     tickY,
     text;
   if (loglog) {
-    // exponents of 2: lo, lo + step, ..., hi
-    lo = Math.floor(Math.log2(least(all)));
-    hi = Math.ceil(Math.log2(most(all)));
-    if (hi === lo) hi = lo + 1;
-    var step = Math.max(1, Math.ceil((hi - lo) / 5));
-    lo = Math.floor(lo / step) * step;
-    hi = Math.ceil(hi / step) * step;
-    ticks = [];
-    for (var k = lo; k <= hi; k += step) ticks.push(k);
+    // exponents of 2: lo, lo + step, ..., hi; labelled in binary units where y_unit names one
+    ticks = log2Ticks(least(all), most(all));
+    lo = ticks[0];
+    hi = ticks[ticks.length - 1];
     tickY = function (k) {
       return Y(Math.pow(2, k));
     };
     text = function (k) {
-      // 65,536 as the bars and tables write it
-      return k >= 0
-        ? Math.pow(2, k).toLocaleString("en")
-        : "1/" + Math.pow(2, -k).toLocaleString("en");
+      return log2Text(k, d.y_unit);
     };
   } else {
     lo = d.y_min !== undefined ? d.y_min : least(all);
@@ -271,7 +264,7 @@ export function plot(canvas, d, t) {
           ": " +
           d.x
             .map(function (x, i) {
-              return x + " " + fmt(s.y[i]);
+              return x + " " + fmt(s.y[i]) + (d.y_unit ? " " + d.y_unit : "");
             })
             .join(", ")
         );

@@ -10,6 +10,7 @@ export function placeBars() {
   var top = stickyTop() + "px";
   document.querySelectorAll(".mha-live").forEach(function (r) {
     r.style.setProperty("--mha-top", top);
+    if (r.mhaPaginate) r.mhaPaginate(); // the controls' pages at the new width (pages.js)
   });
 }
 // A redraw that shortens a figure the reader has scrolled into (a tall heatmap grid replaced
