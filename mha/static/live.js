@@ -1284,6 +1284,7 @@
     root.classList.toggle("mha-narrow", narrow);
     rows.forEach(function(r) {
       r.hidden = false;
+      delete r.dataset.page;
     });
     box.style.minHeight = "";
     var pages = narrow ? pack(rows, spec, box) : [rows];

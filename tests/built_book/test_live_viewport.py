@@ -74,9 +74,9 @@ SAYS = """root => Object.fromEntries(['.mha-readout', '.mha-error'].map(sel => {
                 height: innerHeight}]; }))"""
 
 
-def said_out_of_sight(before, after):
+def said_out_of_sight(after):
     """A non-empty error that is not on screen below the bar (the readout scrolls with the
-    views: ``before`` is kept for a check of it once readouts stay in sight, issue 45)."""
+    views, issue 45)."""
     bad = []
     for sel, now in after.items():
         shown = now["text"].strip() and sel == ".mha-error"
@@ -201,15 +201,13 @@ def check_figure(page, root, touch, page_path):
                 use(page, root, knob, kind, -direction, touch)
             seen = page.evaluate(WHERE, [root.element_handle(), knob, view])
             was = root.evaluate(SIGNATURES).get(view)
-            said = root.evaluate(SAYS)
             use(page, root, knob, kind, direction, touch)
             uses += 1
             direction = -direction
             now = root.evaluate(SIGNATURES).get(view)
             after_use = page.evaluate(WHERE, [root.element_handle(), knob, view])
             where = f"{name}: {knob} ({kind}) -> {view}"
-            failures += [f"{where}: {bad}" for bad in said_out_of_sight(said,
-                                                                          root.evaluate(SAYS))]
+            failures += [f"{where}: {bad}" for bad in said_out_of_sight(root.evaluate(SAYS))]
             top, bottom = seen["control"]
             if not (top >= 0 and bottom <= seen["height"] and seen["hit"]):
                 failures.append(f"{where}: the control is not in view or covered: {seen}")

@@ -1,9 +1,9 @@
 import { el } from "./dom.js";
 
 // On a narrow figure (a phone, a narrow JupyterLab panel) a bar of many controls would cover
-// a third of the screen or scroll inside itself (chapter 07's twelve controls, chapter 10's text
-// box): there its controls are split into pages, each at most PAGE of the screen's height,
-// behind a row of tabs (role tablist), so that every control is reached with one tap and no
+// half the screen or scroll inside itself (chapter 07's twelve controls): there a bar taller
+// than SPLIT of the screen is split into pages, each about PAGE of the screen's height, behind
+// a row of tabs (role tablist), so that every control is reached with one tap and no
 // scrolling inside the bar. A control's group (spec.controls[i].group) keeps its page; controls
 // without one are packed in order. Every page takes the height of the tallest, so that a tap on
 // a tab never moves the views below.
@@ -21,6 +21,7 @@ export function paginate(root, spec) {
   root.classList.toggle("mha-narrow", narrow);
   rows.forEach(function (r) {
     r.hidden = false;
+    delete r.dataset.page; // pages are made again at this width
   });
   box.style.minHeight = "";
   var pages = narrow ? pack(rows, spec, box) : [rows];
