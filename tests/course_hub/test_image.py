@@ -151,13 +151,31 @@ def imports(text):
     """Top-level modules ``text`` (Python, or a notebook cell) imports."""
     lines = [re.sub(r"^(\s*)[%!].*", r"\1pass", line)
              for line in text.splitlines()]  # IPython magics and shell
+    tree = ast.parse("\n".join(lines))
+    optional = set()  # imports in ``try: ... except ImportError`` may fail
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+                isinstance(h.type, ast.Name) and h.type.id in (
+                    "ImportError", "ModuleNotFoundError")
+                for h in node.handlers):
+            optional |= {id(n) for part in node.body
+                         for n in ast.walk(part)}
     found = set()
-    for node in ast.walk(ast.parse("\n".join(lines))):
+    for node in ast.walk(tree):
+        if id(node) in optional:
+            continue
         if isinstance(node, ast.Import):
             found |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and not node.level:
             found.add(node.module.split(".")[0])
     return found
+
+
+def test_an_import_guarded_by_except_import_error_is_optional():
+    cell = ("import torch\ntry:\n    from transformers import BertModel\n"
+            "except ImportError:\n    BertModel = None\n"
+            "try:\n    import seaborn\nexcept ValueError:\n    pass\n")
+    assert imports(cell) == {"torch", "seaborn"}
 
 
 def test_everything_the_chapters_and_the_course_import_is_in_it():
