@@ -10,7 +10,10 @@ fails the run. Profiles:
   ``dependencies`` (the newest patch release of that minor version, PyPI's build: with its CUDA
   libraries, about 3 GB, downloaded once into the cache) and the ``[book]`` extra's floors, read
   from pyproject.toml, so the floors are exactly what this run tested;
-- ``newest``: the newest release of everything the extra allows (ipywidgets 8).
+- ``newest``: the newest release of everything the extra allows (ipywidgets 8). When every
+  package in it is at the version of the environment running this script (the book's .venv,
+  requirements.txt's pins, where ``make notebooks`` runs every chapter under nbval), it is not
+  run again unless ``--always`` is given; when a newer release appears, it runs.
 
 No book toolchain (jupyter-book, myst-nb, sphinx) is installed: a chapter that imports one fails.
 In the newest profile torch is the CPU wheel pinned in requirements.txt (taken from the local
@@ -179,6 +182,26 @@ def describe(python):
             sys.exit(f"the clean environment has {book_only}: the check would prove nothing")
 
 
+# packaging tools and the package itself: not what a chapter runs on
+NOT_COMPARED = {"mha", "pip", "setuptools", "wheel"}
+VERSIONS = ("import importlib.metadata as m, json; print(json.dumps({d.metadata['Name'].lower()"
+            ".replace('_', '-'): d.version for d in m.distributions()}))")
+
+
+def versions(python):
+    """{distribution: version} installed for ``python``."""
+    out = subprocess.run([str(python), "-c", VERSIONS], check=True, capture_output=True,
+                         text=True, cwd=tempfile.gettempdir()).stdout
+    return {k: v for k, v in json.loads(out).items() if k not in NOT_COMPARED}
+
+
+def differs_from_here(python):
+    """The distributions of ``python``'s environment whose version is not this interpreter's
+    (the book's .venv, from requirements.txt's pins): {name: (there, here)}."""
+    here = versions(sys.executable)
+    return {k: (v, here.get(k)) for k, v in versions(python).items() if here.get(k) != v}
+
+
 def execute_all(python, notebooks, jobs, timeout):
     """Copy the chapters outside the checkout and execute each; returns the failures."""
     folder = Path(tempfile.mkdtemp(prefix="mha-colab-check-"))
@@ -212,6 +235,9 @@ def main():
     parser.add_argument("--profile", choices=["lowest", "newest", "all"], default="all")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=int, default=300, help="seconds per cell")
+    parser.add_argument("--always", action="store_true",
+                        help="run the newest profile even where it holds exactly the versions "
+                             "of the environment running this script")
     parser.add_argument("notebooks", nargs="*", type=Path,
                         help="notebooks to run (default: every chapter)")
     args = parser.parse_args()
@@ -221,18 +247,29 @@ def main():
     CACHE.mkdir(parents=True, exist_ok=True)
     start = time.time()
     wheel = build_wheel()
-    failed = {}
+    failed, ran = {}, len(profiles)
     for profile in profiles:
         print(f"== colab-check: profile {profile}", flush=True)
         python = make_env(profile, wheel)
         describe(python)
+        if profile == "newest" and not args.always and "lowest" in profiles:
+            different = differs_from_here(python)
+            if not different:  # the same versions as `make notebooks` (nbval) runs
+                print(f"  not run: every package of this profile is at the version of "
+                      f"{Path(sys.executable).parent.parent.name} (requirements.txt's pins), "
+                      f"where `make notebooks` runs every chapter under nbval, and the lowest "
+                      f"profile ran them from the wheel outside the checkout (--always runs "
+                      f"it)", flush=True)
+                ran -= 1
+                continue
+            print(f"  newer than requirements.txt's pins: {different}", flush=True)
         failures = execute_all(python, notebooks, args.jobs, args.timeout)
         if failures:
             failed[profile] = failures
     print(f"== colab-check finished in {time.time() - start:.0f} s")
     if failed:
         sys.exit(f"colab-check failed: {failed}")
-    print(f"colab-check: {len(notebooks)} notebooks ran clean in {len(profiles)} environment(s)")
+    print(f"colab-check: {len(notebooks)} notebooks ran clean in {ran} environment(s)")
 
 
 if __name__ == "__main__":

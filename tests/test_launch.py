@@ -36,3 +36,18 @@ def test_book_extra_floors_are_the_colab_check_lowest_profile():
     assert not without_floor, f"[book] requirements without a floor: {without_floor}"
     ipywidgets = next(r for r in requirements if r.startswith("ipywidgets"))
     assert ipywidgets == "ipywidgets>=7.7.1", "Colab ships ipywidgets 7.7.1: the floor must admit it"
+
+
+def test_colab_check_compares_an_environment_with_its_own():
+    """The newest profile is run only where it differs from the book's venv (whose chapters
+    nbval runs): the venv against itself differs in nothing, and torch is compared."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("colab_check",
+                                                  ROOT / "scripts" / "colab_check.py")
+    colab_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(colab_check)
+    found = colab_check.versions(sys.executable)
+    assert "torch" in found and "mha" not in found
+    assert colab_check.differs_from_here(sys.executable) == {}

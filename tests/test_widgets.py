@@ -305,7 +305,7 @@ def test_the_caption_says_the_window_and_what_went_to_the_sink():
     r = widgets.explore_once(window=4, sink=2.0)
     caption = widgets.payload(r)["heads"]["caption"]
     kept = float(r.weights.sum(-1).mean())
-    assert ", mask: none, causal window 4, seed 0" in caption
+    assert ", mask: causal window 4, seed 0" in caption
     assert caption.endswith(f", sink s = 2: rows sum to {kept:.2f} on average "
                             f"({1 - kept:.2f} to the sink)")
     assert "sink" not in widgets.payload(widgets.explore_once())["heads"]["caption"]

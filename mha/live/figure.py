@@ -160,7 +160,8 @@ def _json_script(data, cls):
 class Figure:
     """A live figure: ``controls``, ``views`` and ``state_fn(**values) -> state`` where a state is
     ``{"views": {view name: data}, "readout": "one sentence: what the picture shows now"}`` and
-    may add ``"state"`` (what the tests compare). ``note`` is HTML shown above the controls;
+    may add ``"state"`` (what the tests compare) and ``"alert"`` (a sentence shown under the
+    bar: what the controls ask for cannot be drawn). ``note`` is HTML shown above the controls;
     ``alt`` describes the figure for readers who cannot see it."""
 
     name: str
@@ -260,11 +261,15 @@ class Figure:
         """The controls, in a bar that stays in view (CSS position: sticky, below the book's
         sticky header: --mha-top, set by sticky.js) while the reader scrolls to the view a
         control changes; then the readout, which scrolls with the views (in the bar, a readout
-        of 5 lines made it a third of a phone's screen)."""
+        of 5 lines made it a third of a phone's screen). A state's ``alert`` (a sentence: what
+        the controls ask for cannot be drawn, e.g. a character the model cannot read) sticks
+        right under the bar, where the reader is looking wherever the figure is scrolled (in
+        the bar it made a phone's bar scroll inside itself)."""
         controls = (f'<div class="mha-controls" role="group" aria-label="controls: '
                     f'{html.escape(self.title)}"></div>')
-        if self.controls:
-            controls = f'<div class="mha-bar">{controls}</div>'
+        if self.controls:  # and the alert under it: what the controls ask that cannot be drawn
+            controls = (f'<div class="mha-bar">{controls}</div>'
+                        f'<p class="mha-alert" role="alert"></p>')
         return f'{controls}<p class="mha-readout" aria-live="polite"></p>'
 
     def _repr_html_(self):

@@ -54,13 +54,17 @@ CSS = """<style>
 .mha-live table{border-collapse:collapse;font-size:13px;margin:.4em 0}
 .mha-live td,.mha-live th{padding:0 .6em;text-align:right}
 .mha-live caption{text-align:left;color:inherit}
-.mha-live .mha-error{color:#b00020}
+.mha-live .mha-error,.mha-live .mha-alert{color:#b00020}
+.mha-live .mha-alert{margin:0;padding:.2em .2em .4em;font-weight:600;position:sticky;z-index:3;
+ top:calc(var(--mha-top,0px) + var(--mha-bar-h,0px));background:var(--mha-bg)}
+.mha-live .mha-alert:empty{display:none}
 .mha-live .mha-tabs{display:flex;gap:.3em;margin:.3em 0 .2em}
 .mha-live .mha-tabs button{flex:1 1 0;min-height:32px;font-size:13px;padding:.2em .4em;
  border:1px solid rgba(127,127,127,.6);border-radius:.3em;background:transparent;color:inherit}
 .mha-live .mha-tabs button[aria-selected=true]{border-color:#3b6ea5;border-width:2px;
  font-weight:700;background:rgba(59,110,165,.14)}
-html[data-theme=dark] .mha-live .mha-error{color:#ff8a80}
+html[data-theme=dark] .mha-live .mha-error,html[data-theme=dark] .mha-live .mha-alert{
+ color:#ff8a80}
 @media (max-width:600px){.mha-live .mha-control textarea{max-height:4.6em}}
 @media (pointer:coarse){.mha-live .mha-control,.mha-live .mha-control select,
  .mha-live .mha-control input[type=range]{min-height:44px}

@@ -481,7 +481,7 @@
   var HEAT_WIDTH = 240;
   function heatLayout(d, room) {
     var H = d.grids.length, Lq = d.rows.length, Lk = d.cols.length, n = Math.max(Lq, Lk, 1);
-    var narrow = room < 480, bar = colourBarWidth(d), L = { shared: false };
+    var narrow2 = room < 480, bar = colourBarWidth(d), L = { shared: false };
     var lab = widest(d.rows, "12px sans-serif") + 6, texts = {};
     L.fmt = d.raster ? fmt : fmtFor(d.grids);
     if (d.numbers) {
@@ -506,7 +506,7 @@
         )
       );
     }
-    L.below = narrow;
+    L.below = narrow2;
     L.cell = fit(L.below ? 8 : bar, lab);
     if (!L.below && Lq * L.cell < 100) {
       L.below = true;
@@ -776,6 +776,10 @@
   }
 
   // mha/static/src/dom.js
+  var NARROW = 600;
+  function narrow(root) {
+    return !!root && root.clientWidth > 0 && root.clientWidth < NARROW;
+  }
   function el(tag, attrs, text) {
     var e = document.createElement(tag);
     Object.keys(attrs || {}).forEach(function(k) {
@@ -1274,20 +1278,19 @@
   }
 
   // mha/static/src/pages.js
-  var NARROW = 600;
   var SPLIT = 0.4;
   var PAGE = 0.3;
   function paginate(root, spec) {
     var bar = root.querySelector(".mha-bar"), box = root.querySelector(".mha-controls");
     if (!bar || !box || !root.clientWidth) return;
-    var rows = Array.prototype.slice.call(box.children), tabs = bar.querySelector(".mha-tabs"), narrow = root.clientWidth < NARROW;
-    root.classList.toggle("mha-narrow", narrow);
+    var rows = Array.prototype.slice.call(box.children), tabs = bar.querySelector(".mha-tabs"), narrow2 = narrow(root);
+    root.classList.toggle("mha-narrow", narrow2);
     rows.forEach(function(r) {
       r.hidden = false;
       delete r.dataset.page;
     });
     box.style.minHeight = "";
-    var pages = narrow ? pack(rows, spec, box) : [rows];
+    var pages = narrow2 ? pack(rows, spec, box) : [rows];
     if (tabs) tabs.hidden = pages.length < 2;
     if (pages.length < 2) {
       delete root.dataset.pages;
@@ -1412,12 +1415,17 @@
       tr.appendChild(th);
     });
     tab.appendChild(tr);
+    var fractional = d.columns.map(function(c, i) {
+      return d.rows.some(function(r) {
+        return typeof r[i] === "number" && !Number.isInteger(r[i]);
+      });
+    });
     d.rows.forEach(function(r) {
       var row = document.createElement("tr");
       r.forEach(function(v, i) {
         var td = document.createElement(i ? "td" : "th");
         if (!i) td.scope = "row";
-        td.textContent = typeof v === "number" ? Number.isInteger(v) ? v.toLocaleString("en") : v.toFixed(2) : v;
+        td.textContent = typeof v !== "number" ? v : fractional[i] || !Number.isInteger(v) ? v.toFixed(2) : v.toLocaleString("en");
         row.appendChild(td);
       });
       tab.appendChild(row);
@@ -1467,7 +1475,7 @@
       area.appendChild(e);
       views[v.name] = { spec: v, el: e };
     });
-    var readout = root.querySelector(".mha-readout");
+    var readout = root.querySelector(".mha-readout"), alert = root.querySelector(".mha-alert");
     function apply(st) {
       Object.keys(st.options || {}).forEach(function(name2) {
         var c = ctl[name2], offered = st.options[name2], sel = c.input, old = index(name2);
@@ -1564,6 +1572,7 @@
         else e.textContent = d.text;
       });
       readout.textContent = st.readout || "";
+      if (alert && alert.textContent !== (st.alert || "")) alert.textContent = st.alert || "";
       steady();
       keepInView(root);
       root.dataset.state = JSON.stringify(st.state || values());

@@ -80,6 +80,7 @@ CAPTIONS = {
     "heads": "{n} head{s}",
     "kv": ", {n} key/value head{s}",
     "window": ", causal window {w}",
+    "window_mask": "causal window {w}",  # the mask's place when the mask is "none"
     "sink": explore.SINK_SAID,
     "passage": "passage \"{name}\" (seed {seed})",
     "sample": "input sample {seed}",
@@ -109,9 +110,12 @@ def _title(config, weights=None):
                     T=float(c["temperature"]), window=window, sink=sink)
     H, Hkv = c["num_heads"], c["num_kv_heads"]
     fn = f"attention_fn = {c['attention_fn']}: " if c.get("attention_fn") else ""
+    mask = c["mask_kind"]
+    if window and mask == "none":  # "mask: none, causal window 2" read as a contradiction
+        mask, window = fill(P["window_mask"], w=c["window"]), ""
     return fn + fill(P["random"], heads=_count("heads", H),
                      kv="" if Hkv == H else _count("kv", Hkv), L=c["seq_len"],
-                     d_model=c["d_model"], T=float(c["temperature"]), mask=c["mask_kind"],
+                     d_model=c["d_model"], T=float(c["temperature"]), mask=mask,
                      window=window, seed=c["seed"], sink=sink)
 
 

@@ -351,28 +351,28 @@ def hybrid_state(model, context):
                           f"grey: Llama 3 8B above, DeepSeek-V3 below)")
     growth["y_log"] = True  # both axes log2-spaced: the front end's log-log plot
     ratio = sizes[0] / sizes[1]
+    per_layer = c.linear_num_value_heads * c.linear_d_head_k * c.linear_d_head_v
     rows = [["linear layers", f"{c.num_linear} ({c.linear_kind})"],
             ["full layers", f"{c.num_full} ({_full_text(c)})"],
             ["state of the linear layers", size_text(state)],
+            ["state, a linear layer", f"{c.linear_num_value_heads} value heads x "
+                                      f"{c.linear_d_head_k} x {c.linear_d_head_v} = "
+                                      f"{per_layer:,} numbers, and the convolution's last "
+                                      f"{c.conv_size - 1} inputs"],
             ["cache of the full layers", size_text(full)],
             ["total, as built", size_text(sizes[0])],
             ["every layer full", size_text(sizes[1])],
             ["as built / every layer full", _percent(ratio)]]
     own = ("its full context" if context == c.context
            else f"its context is {c.context:,}")
-    per_layer = c.linear_num_value_heads * c.linear_d_head_k * c.linear_d_head_v
+    # short (on a phone a readout of 19 lines pushed every view off the screen): the per-layer
+    # arithmetic is the table's, Llama 3 8B's and DeepSeek-V3's bytes are the bars'
     readout = (f"{model} at {context:,} tokens ({own}): its {c.num_linear} linear-attention "
                f"layers ({c.linear_kind}) hold a state of {size_text(state)} whatever the "
-               f"context ({c.linear_num_value_heads} value heads x {c.linear_d_head_k} x "
-               f"{c.linear_d_head_v} = {per_layer:,} numbers a layer in float32, 4 bytes a "
-               f"number as transformers keeps them, and the convolution's last "
-               f"{c.conv_size - 1} inputs at 2 bytes); its {c.num_full} full-attention layers "
-               f"({_full_text(c)}) cache {size_text(full)} "
-               f"({_kib(c.full_cache_bytes(1))} a token, 2 bytes a number). Together "
+               f"context; its {c.num_full} full-attention layers ({_full_text(c)}) cache "
+               f"{size_text(full)} ({_kib(c.full_cache_bytes(1))} a token). Together "
                f"{size_text(sizes[0])}, {_percent(ratio)} of the {size_text(sizes[1])} of "
-               f"every layer full attention; Llama 3 8B's shape (GQA) would cache "
-               f"{size_text(sizes[2])}, DeepSeek-V3's (MLA) {size_text(sizes[3])}."
-               f"{_on_llamas_line(c, sizes)}")
+               f"every layer full attention.{_on_llamas_line(c, sizes)}")
     return {
         "views": {
             "sizes": bars(shown, ["as built", "all full", "Llama 3 8B", "DeepSeek-V3"],

@@ -194,14 +194,13 @@ def mask_state(len0, len1, causal, pad_queries, fill):
     nan = w.isnan().any(-1)  # (2, 5)
     parts = [_blocked(b, empty[b], bool(nan[b].any()), fill) for b in range(2)
              if empty[b].any()]
-    note = {FILLS[2]: " In float16 -1e9 is -inf (masked_fill(scores16, -1e9) raises an "
-                      "overflow error)."}
-    causal_note = ("; causal mask on (query i sees only keys j <= i)" if causal
-                   else "; no causal mask")
+    # short: on a phone the readout sits between the controls and the heatmaps
+    note = {FILLS[2]: " In float16 -1e9 is -inf."}
+    causal_note = "; causal (query i sees keys j <= i)" if causal else "; no causal mask"
     readout = (f"Fill {fill}{causal_note}.{note.get(fill, '')} " +
                ("; ".join(parts) + "." if parts
                 else "Every query may attend to at least one key.")
-               + (" A loss from a NaN row is NaN, even times 0." if nan.any() else ""))
+               + (" A loss over a NaN row is NaN, even times 0." if nan.any() else ""))
     return {"views": {f"seq{b}": _sequence_view(b, n, causal, pad_queries, fill)
                       for b, n in enumerate((len0, len1))},
             "readout": readout}

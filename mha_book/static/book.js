@@ -166,8 +166,10 @@
         L,
         d_model: data.d_model,
         T,
-        mask: v.mask,
-        window: windowSaid,
+        // with no mask, the window is the mask ("mask: none, causal window 2" read as a
+        // contradiction)
+        mask: v.mask === "none" && win ? fill(P.window_mask, { w: win }) : v.mask,
+        window: v.mask === "none" && win ? "" : windowSaid,
         seed
       };
       var c = data.counts[H + "," + Hkv + "," + L];
@@ -713,7 +715,8 @@
       return {
         views: m.views || {},
         state,
-        readout: "The model cannot read this text: " + problem + "." + (m.views ? " The pictures are still those of the last text it read." : "")
+        alert: "The model cannot read this text: " + problem + ".",
+        readout: m.views ? "The pictures are still those of the last text the model could read: \u201C" + (m.text.length > 40 ? m.text.slice(0, 40) + "\u2026" : m.text) + "\u201D (" + plural(m.text.length, "character") + ")." : "No picture yet: the model has not read a text."
       };
     }
     lm.run(
@@ -724,17 +727,17 @@
     var sc = lm.scores(L, data.n), labels = text.split("").map(function(ch) {
       return data.glyphs[ch] || ch;
     });
-    var grids = [], titles = [], rows = [], best = { previous: null, prefix: null };
+    var grids = [], titles = [], rows = [], best = { previous: [], prefix: null };
     for (var l = 0; l < lm.NL; l++) {
+      best.previous.push(null);
       for (var h = 0; h < lm.H; h++) {
         var g = [], Wt = lm.W[l][h], name = "layer " + l + ", head " + h;
         for (var i = 0; i < L; i++) g.push(Wt.subarray(i * lm.C, i * lm.C + L));
         grids.push(g);
-        titles.push(name);
-        ["previous", "prefix"].forEach(function(k) {
-          var x = sc[k][l][h];
-          if (x !== null && (!best[k] || x > best[k][1])) best[k] = [name, x];
-        });
+        titles.push(name + (l === v.layer && h === v.head ? " (lines)" : ""));
+        var p = sc.previous[l][h], x = sc.prefix[l][h];
+        if (p !== null && (!best.previous[l] || p > best.previous[l][1])) best.previous[l] = [h, p];
+        if (x !== null && (!best.prefix || x > best.prefix[1])) best.prefix = [name, x];
         rows.push([
           name + (l === v.layer && h === v.head ? " (lines)" : ""),
           num(sc.previous[l][h]),
@@ -777,7 +780,11 @@
         caption: "Each head's scores on this text: the mean weight on the character just before, and on the characters that followed an earlier occurrence of the last " + data.n + " characters (" + queries(sc.matches) + " with one)"
       }
     };
-    return { views: m.views, state, readout: readout(best, sc, data.n) };
+    return {
+      views: m.views,
+      state,
+      readout: readout(best, sc, data.n) + " Lines (below the heatmaps): layer " + v.layer + ", head " + v.head + "."
+    };
   }
   function num(x) {
     return x === null ? "n/a" : x;
@@ -786,11 +793,13 @@
     return k + (k === 1 ? " query" : " queries");
   }
   function readout(best, sc, n) {
-    var s = best.previous ? "Previous token: " + best.previous[0] + " puts the most weight on the character just before (" + fmt(best.previous[1]) + " on average). " : "One character: no previous-token score. ";
+    var s = best.previous[0] ? "Previous token, the most weight on the character just before (on average): " + best.previous.map(function(b, l) {
+      return "layer " + l + ", head " + b[0] + " (" + fmt(b[1]) + ")";
+    }).join("; ") + ". " : "One character: no previous-token score. ";
     if (!best.prefix) {
       return s + "No " + n + " characters occur twice in this text, so no prefix-matching score: type something that repeats (a word twice).";
     }
-    return s + "Prefix matching: " + best.prefix[0] + " puts the most weight on what followed the last " + n + " characters when they came before (" + fmt(best.prefix[1]) + " over " + queries(sc.matches) + ").";
+    return s + "Prefix matching, the most weight on what followed the last " + n + " characters where they came before: " + best.prefix[0] + " (" + fmt(best.prefix[1]) + " over " + queries(sc.matches) + ").";
   }
   function textExport(m) {
     var lm = m.model, w = [];

@@ -362,3 +362,25 @@ def show_page(page, root, knob, touch):
     page.wait_for_function("([r, p]) => r.dataset.page === p",
                            arg=[root.element_handle(), number], timeout=5_000)
     assert before != root.get_attribute("data-page")
+
+
+def lines_drawn(root):
+    """The lines view's data-values: {head, focus, lines: [[query, key, weight], ...]}."""
+    return json.loads(root.locator('[data-view="lines"]').get_attribute("data-values"))
+
+
+def hover_each_token(page, root, side):
+    """Hover every ``side`` ("query" or "key") token of the lines view in turn: each one
+    hovered is the one whose lines are shown, and none moves (a readout above the columns that
+    grew with the pointer moved them 23 px, and the pointer landed on another token)."""
+    buttons = root.locator(f'[data-view="lines"] button[aria-label^="{side} "]')
+    buttons.first.evaluate("b => b.scrollIntoView({block: 'start'})")  # all in view
+    page.wait_for_timeout(100)
+    boxes = [buttons.nth(i).bounding_box() for i in range(buttons.count())]
+    for i, b in enumerate(boxes):
+        page.mouse.move(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
+        got = lines_drawn(root)["focus"]
+        assert (got["side"], got["index"]) == (side, i), (side, i, got)
+        # headless Chromium's boxes jitter by 0.625 px at times
+        moved = buttons.nth(i).bounding_box()["y"] - b["y"]
+        assert abs(moved) < 1.5, (side, i, moved)

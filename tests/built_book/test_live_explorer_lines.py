@@ -16,6 +16,8 @@ import pytest
 import torch
 from live_figures import (
     axe_violations,
+    hover_each_token,
+    lines_drawn,
     narrow,
     offline,
     page_with,
@@ -45,10 +47,6 @@ def expected(s):
     result = explore.explore_once(**knobs)
     assert result.ok, result.message
     return result.weights  # (H, Lq, Lk)
-
-
-def lines_drawn(root):
-    return json.loads(root.locator('[data-view="lines"]').get_attribute("data-values"))
 
 
 def to_lines(page, root):
@@ -238,14 +236,7 @@ def test_hovering_the_tokens_moves_none_of_them(page, figure):
     root = show(page, figure)
     narrow(page, root)
     to_lines(page, root)
-    buttons = root.locator('[data-view="lines"] button[aria-label^="query "]')
-    buttons.first.evaluate("b => b.scrollIntoView({block: 'start'})")  # all in view
-    boxes = [buttons.nth(i).bounding_box() for i in range(buttons.count())]
-    for i, b in enumerate(boxes):
-        page.mouse.move(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
-        got = lines_drawn(root)["focus"]
-        assert (got["side"], got["index"]) == ("query", i), (i, got)
-        assert buttons.nth(i).bounding_box()["y"] == b["y"], i
+    hover_each_token(page, root, "query")
     assert not page.errors, page.errors
 
 

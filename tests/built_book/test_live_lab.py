@@ -7,7 +7,9 @@ num_heads slider from the keyboard and waits for the canvas to show the new numb
 drawn by the front end from what the kernel sent; then opens chapter 02, runs it, and toggles
 the scale of its d_k figure (drawn in the page, no kernel round trip); then opens chapter 10,
 runs it, and types into the Shakespeare figure's text box (the model runs in the page); then
-opens chapter 14, runs it, and moves a slider of each of its two figures. Every wait is bounded; the server is stopped (its whole process
+opens chapter 14, runs it, and moves a slider of each of its two figures; chapter 15 likewise.
+Chapters 10, 14 and 15 are run as copies with their prose and only their figures' cells
+(``figures_only``): their experiments are nbval's to run, not Lab's. Every wait is bounded; the server is stopped (its whole process
 group) at the end, also when the test fails. Only localhost is contacted.
 
 Lab runs with the project's settings (lab-settings/, as `make lab`): a notebook
@@ -52,6 +54,18 @@ def free_port():
         return s.getsockname()[1]
 
 
+def figures_only(chapter, to):
+    """A copy of ``chapter`` with its prose and only the code cells that draw its live figures
+    (each such cell imports what it needs): the figures in a live kernel, in a notebook as
+    long as the chapter, without rerunning the chapter's experiments (nbval runs those)."""
+    nb = json.loads(chapter.read_text(encoding="utf-8"))
+    nb["cells"] = [c for c in nb["cells"] if c["cell_type"] == "markdown"
+                   or re.search(r"^figures\.\w+\(", "".join(c["source"]), re.MULTILINE)]
+    drawn = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert drawn and "from mha_book import figures" in "".join(drawn[0]["source"]), chapter
+    to.write_text(json.dumps(nb), encoding="utf-8")
+
+
 @pytest.fixture
 def lab(tmp_path):
     jupyter = Path(sys.executable).with_name("jupyter")
@@ -61,9 +75,8 @@ def lab(tmp_path):
     work.mkdir()
     shutil.copy(CHAPTER, work / CHAPTER.name)
     shutil.copy(CHAPTER_02, work / CHAPTER_02.name)
-    shutil.copy(CHAPTER_10, work / CHAPTER_10.name)
-    shutil.copy(CHAPTER_14, work / CHAPTER_14.name)
-    shutil.copy(CHAPTER_15, work / CHAPTER_15.name)
+    for chapter in (CHAPTER_10, CHAPTER_14, CHAPTER_15):
+        figures_only(chapter, work / chapter.name)
     port = free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),

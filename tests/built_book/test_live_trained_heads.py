@@ -18,6 +18,8 @@ from live_figures import (
     DRAW_MS,
     axe_violations,
     drawn,
+    hover_each_token,
+    lines_drawn,
     narrow,
     offline,
     page_with,
@@ -35,11 +37,6 @@ from live_figures import (
 from mha_book.figures import trained_heads
 
 pytestmark = pytest.mark.browser
-
-
-def lines_drawn(root):
-    """The lines view's data-values: {head, focus, lines: [[query, key, weight], ...]}."""
-    return json.loads(root.locator('[data-view="lines"]').get_attribute("data-values"))
 
 
 def weights_of(v):
@@ -248,12 +245,5 @@ def test_hovering_the_tokens_moves_none_of_them(page):
     root = show(page, trained_heads.trained_head_lines(query=5))
     narrow(page, root)
     for side in ("query", "key"):
-        buttons = root.locator(f'[data-view="lines"] button[aria-label^="{side} "]')
-        buttons.first.evaluate("b => b.scrollIntoView({block: 'start'})")  # all in view
-        boxes = [buttons.nth(i).bounding_box() for i in range(buttons.count())]
-        for i, b in enumerate(boxes):
-            page.mouse.move(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
-            got = lines_drawn(root)["focus"]
-            assert (got["side"], got["index"]) == (side, i), (side, i, got)
-            assert buttons.nth(i).bounding_box()["y"] == b["y"], (side, i)
+        hover_each_token(page, root, side)
     assert not page.errors, page.errors

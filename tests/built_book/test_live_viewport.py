@@ -10,8 +10,13 @@ or click on a box or a step button, a letter typed into a text box; nothing that
 page). It asserts that the control was visible and not covered when used, that the view
 changed, and that the view intersects the part of the screen below the bar; that the bar never
 scrolls inside itself (on a phone a bar of many controls is split into pages behind tabs, which
-the test taps as a reader would); and that an error the use shows is on screen there too, not
-under the bar.
+the test taps as a reader would); and that an alert or error the use shows is on screen there
+too (an alert sticks under the bar), not under the bar. On a phone each control is also used with the
+figure scrolled to its start, as a reader who has just reached it: a view it changed and the
+readout (right under the bar) must both be on screen there; and no box inside a figure may
+scroll inside itself, but for a long text's token list in a lines view (its own box of
+``max_rows`` rows: 190 characters would be 4,900 px of page). Dark mode has
+light mode's layout: there each control is used beside the first view it changes.
 
 In dark mode every figure is drawn dark (its own colour scheme and a dark background behind
 it), it switches with the theme without a reload, and axe finds nothing in it.
@@ -66,20 +71,20 @@ WHERE = """([root, knob, view]) => {
 }"""
 
 
-# the readout and the error box: their text, where they are, whether the bar covers them
-SAYS = """root => Object.fromEntries(['.mha-readout', '.mha-error'].map(sel => {
+# the readout, the bar's alert and the error box: their text, where they are
+SAYS = """root => Object.fromEntries(['.mha-readout', '.mha-alert', '.mha-error'].map(sel => {
   const e = root.querySelector(sel), r = e.getBoundingClientRect();
   const bar = root.querySelector('.mha-bar').getBoundingClientRect();
   return [sel, {text: e.textContent, top: r.top, bottom: r.bottom, bar: bar.bottom,
                 height: innerHeight}]; }))"""
 
 
-def said_out_of_sight(after):
-    """A non-empty error that is not on screen below the bar (the readout scrolls with the
-    views, issue 45)."""
+def said_out_of_sight(after, readout=False):
+    """A non-empty alert or error (and with ``readout``, the readout) that is not on screen
+    below the bar (the readout scrolls with the views, the alert sticks under the bar)."""
     bad = []
     for sel, now in after.items():
-        shown = now["text"].strip() and sel == ".mha-error"
+        shown = now["text"].strip() and (sel != ".mha-readout" or readout)
         if shown and not (now["top"] >= now["bar"] - 1 and now["bottom"] <= now["height"] + 1):
             bad.append(f"{sel} {now['text'][:60]!r} at {now['top']:.0f}..{now['bottom']:.0f}"
                        f" (bar ends at {now['bar']:.0f}, screen {now['height']})")
@@ -179,19 +184,60 @@ def changes(page, root, knob, kind, touch, key):
     return CHANGES[key]
 
 
-def check_figure(page, root, touch, page_path):
-    """Every control of one figure: returns the failures (and the uses made)."""
+# the boxes of a figure that scroll inside themselves: a text box's own text aside, and a long
+# text's token list in the lines view (data-scrolls: chapter 10's passages of 190 characters
+# would make it 4,900 px tall on a phone), a view's and not the bar's
+INNER_SCROLL = """root => [...root.querySelectorAll('*')].filter(e => e.tagName !== 'TEXTAREA'
+  && !e.dataset.scrolls
+  && /auto|scroll/.test(getComputedStyle(e).overflowY) && e.scrollHeight > e.clientHeight + 1)
+  .map(e => `${e.tagName.toLowerCase()}.${e.className} ${e.scrollHeight} > ${e.clientHeight}`)"""
+
+
+def at_home(page, root, knob, kind, changed, direction, touch):
+    """Use ``knob`` with the figure scrolled to its start (its bar, the readout under it, the
+    first views): a view it changed and the readout are on screen there. Returns failures."""
+    show_page(page, root, knob, touch)
+    root.evaluate("""r => { const bar = r.querySelector('.mha-bar');
+      const top = parseFloat(getComputedStyle(bar).top) || 0;  // the book's sticky header
+      // the readout just under the bar, the bar where it sits (a note above it scrolled by)
+      scrollTo(0, r.querySelector('.mha-readout').getBoundingClientRect().top + scrollY
+        - top - bar.offsetHeight); }""")
+    page.wait_for_timeout(30)
+    before = root.evaluate(SIGNATURES)
+    use(page, root, knob, kind, direction, touch)
+    after = root.evaluate(SIGNATURES)
+    where = [page.evaluate(WHERE, [root.element_handle(), knob, v]) for v in changed
+             if v in after and before.get(v) != after[v]]
+    bad = [f"at the figure's start: {b}"
+           for b in said_out_of_sight(root.evaluate(SAYS), readout=True)]
+    if not any(w["view"][1] > w["bar"] + 4 and w["view"][0] < w["height"] - 4 for w in where):
+        bad.append(f"at the figure's start no view it changed is on screen: {where}")
+    use(page, root, knob, kind, -direction, touch)  # back where it was
+    return bad
+
+
+def check_figure(page, root, touch, page_path, home=False, every_view=True):
+    """Every control of one figure: returns the failures (and the uses made). ``home``: also
+    use each control at the figure's start (``at_home``); ``every_view`` False: use each
+    control beside the first view it changes only (dark mode: the layout is light mode's)."""
     failures, uses = [], 0
     name = root.get_attribute("data-figure")
     bar = root.locator(".mha-bar").evaluate("b => [b.scrollHeight, b.clientHeight]")
     if bar[0] > bar[1] + 1:
         failures.append(f"{name}: the bar scrolls inside itself: {bar}")
+    if touch:
+        failures += [f"{name}: a box scrolls inside the figure: {e}"
+                     for e in root.evaluate(INNER_SCROLL)]
     for knob, kind, disabled in root.evaluate(CONTROLS):
         if disabled:
             continue
         changed = changes(page, root, knob, kind, touch, (page_path, name, knob))
+        if home and changed:
+            failures += [f"{name}: {knob} ({kind}): {b}"
+                         for b in at_home(page, root, knob, kind, changed, +1, touch)]
+            uses += 2
         direction = +1
-        for view in changed:
+        for view in changed if every_view else changed[:1]:
             show_page(page, root, knob, touch)
             hidden = root.locator(f'.mha-views [data-view="{view}"]').evaluate("e => e.hidden")
             if hidden:  # a view the control brings in: scroll to where it appears
@@ -233,7 +279,10 @@ def test_every_control_is_used_beside_the_view_it_changes(browser, book_url, pag
         roots = page.locator(".mha-live:has(.mha-bar)")
         assert roots.count(), f"{page_path}: no live figure with controls"
         for k in range(roots.count()):
-            f, n = check_figure(page, roots.nth(k), size == "phone", page_path)
+            # at the figure's start on a phone, in one of the modes (the same layout in both)
+            f, n = check_figure(page, roots.nth(k), size == "phone", page_path,
+                                home=size == "phone" and mode == "light",
+                                every_view=mode == "light")
             failures += f
             uses += n
         assert uses, f"{page_path}: no control changed any view"

@@ -1,4 +1,11 @@
-// DOM helpers: an element, a select that fits, a control's label.
+// DOM helpers: an element, a select that fits, a control's label, what a narrow figure is.
+
+// a figure narrower than this (a phone, a narrow JupyterLab panel) splits a tall bar into pages
+// (pages.js)
+export var NARROW = 600;
+export function narrow(root) {
+  return !!root && root.clientWidth > 0 && root.clientWidth < NARROW;
+}
 export function el(tag, attrs, text) {
   var e = document.createElement(tag);
   Object.keys(attrs || {}).forEach(function (k) {

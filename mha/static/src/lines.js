@@ -232,7 +232,8 @@ function relabel(m, d) {
   scrolls(m.row, d);
 }
 function scrolls(row, d) {
-  // a long text's tokens scroll in a box max_rows tall
+  // a long text's tokens scroll in a box max_rows tall (also on a phone: chapter 10's passages
+  // of 190 characters made the lines 4,900 px tall there without it)
   var on = !!d.max_rows && Math.max(d.rows.length, d.cols.length) > d.max_rows;
   row.style.maxHeight = on ? d.max_rows * LINE_ROW + 22 + "px" : "";
   row.style.overflowY = on ? "auto" : "";

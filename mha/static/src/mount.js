@@ -46,7 +46,8 @@ export function mount(root) {
     area.appendChild(e);
     views[v.name] = { spec: v, el: e };
   });
-  var readout = root.querySelector(".mha-readout");
+  var readout = root.querySelector(".mha-readout"),
+    alert = root.querySelector(".mha-alert");
 
   function apply(st) {
     // options and disabled controls a state asks for
@@ -182,6 +183,9 @@ export function mount(root) {
       else e.textContent = d.text;
     });
     readout.textContent = st.readout || ""; // announced when it changes (aria-live)
+    // what cannot be drawn, stuck under the bar: where the reader is looking, wherever the
+    // figure is scrolled (announced at once: role alert)
+    if (alert && alert.textContent !== (st.alert || "")) alert.textContent = st.alert || "";
     steady();
     keepInView(root);
     root.dataset.state = JSON.stringify(st.state || values());

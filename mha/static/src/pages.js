@@ -1,4 +1,4 @@
-import { el } from "./dom.js";
+import { el, narrow as isNarrow } from "./dom.js";
 
 // On a narrow figure (a phone, a narrow JupyterLab panel) a bar of many controls would cover
 // half the screen or scroll inside itself (chapter 07's twelve controls): there a bar taller
@@ -7,8 +7,7 @@ import { el } from "./dom.js";
 // scrolling inside the bar. A control's group (spec.controls[i].group) keeps its page; controls
 // without one are packed in order. Every page takes the height of the tallest, so that a tap on
 // a tab never moves the views below.
-var NARROW = 600,
-  SPLIT = 0.4,
+var SPLIT = 0.4,
   PAGE = 0.3;
 
 export function paginate(root, spec) {
@@ -17,7 +16,7 @@ export function paginate(root, spec) {
   if (!bar || !box || !root.clientWidth) return;
   var rows = Array.prototype.slice.call(box.children),
     tabs = bar.querySelector(".mha-tabs"),
-    narrow = root.clientWidth < NARROW;
+    narrow = isNarrow(root);
   root.classList.toggle("mha-narrow", narrow);
   rows.forEach(function (r) {
     r.hidden = false;

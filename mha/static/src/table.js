@@ -18,13 +18,24 @@ export function table(el, d) {
     tr.appendChild(th);
   });
   tab.appendChild(tr);
+  // a column with a fraction in it writes every number with two decimals (a weight of exactly
+  // 0 is "0.00" beside "0.47", not "0"); a column of whole numbers writes them whole
+  var fractional = d.columns.map(function (c, i) {
+    return d.rows.some(function (r) {
+      return typeof r[i] === "number" && !Number.isInteger(r[i]);
+    });
+  });
   d.rows.forEach(function (r) {
     var row = document.createElement("tr");
     r.forEach(function (v, i) {
       var td = document.createElement(i ? "td" : "th");
       if (!i) td.scope = "row";
       td.textContent =
-        typeof v === "number" ? (Number.isInteger(v) ? v.toLocaleString("en") : v.toFixed(2)) : v;
+        typeof v !== "number"
+          ? v
+          : fractional[i] || !Number.isInteger(v)
+            ? v.toFixed(2)
+            : v.toLocaleString("en");
       row.appendChild(td);
     });
     tab.appendChild(row);

@@ -105,8 +105,10 @@ function heatmaps(v, data, changed, root) {
       L: L,
       d_model: data.d_model,
       T: T,
-      mask: v.mask,
-      window: windowSaid,
+      // with no mask, the window is the mask ("mask: none, causal window 2" read as a
+      // contradiction)
+      mask: v.mask === "none" && win ? fill(P.window_mask, { w: win }) : v.mask,
+      window: v.mask === "none" && win ? "" : windowSaid,
       seed: seed,
     };
     var c = data.counts[H + "," + Hkv + "," + L];

@@ -75,11 +75,14 @@ export function textHeads(v, data, changed, root) {
     return {
       views: m.views || {},
       state: state,
-      readout:
-        "The model cannot read this text: " +
-        problem +
-        "." +
-        (m.views ? " The pictures are still those of the last text it read." : ""),
+      alert: "The model cannot read this text: " + problem + ".",
+      readout: m.views
+        ? "The pictures are still those of the last text the model could read: \u201c" +
+          (m.text.length > 40 ? m.text.slice(0, 40) + "\u2026" : m.text) +
+          "\u201d (" +
+          plural(m.text.length, "character") +
+          ")."
+        : "No picture yet: the model has not read a text.",
     };
   }
   lm.run(
@@ -94,19 +97,20 @@ export function textHeads(v, data, changed, root) {
   var grids = [],
     titles = [],
     rows = [],
-    best = { previous: null, prefix: null };
+    best = { previous: [], prefix: null }; // previous: each layer's top head
   for (var l = 0; l < lm.NL; l++) {
+    best.previous.push(null);
     for (var h = 0; h < lm.H; h++) {
       var g = [],
         Wt = lm.W[l][h],
         name = "layer " + l + ", head " + h;
       for (var i = 0; i < L; i++) g.push(Wt.subarray(i * lm.C, i * lm.C + L));
       grids.push(g);
-      titles.push(name);
-      ["previous", "prefix"].forEach(function (k) {
-        var x = sc[k][l][h];
-        if (x !== null && (!best[k] || x > best[k][1])) best[k] = [name, x];
-      });
+      titles.push(name + (l === v.layer && h === v.head ? " (lines)" : ""));
+      var p = sc.previous[l][h],
+        x = sc.prefix[l][h];
+      if (p !== null && (!best.previous[l] || p > best.previous[l][1])) best.previous[l] = [h, p];
+      if (x !== null && (!best.prefix || x > best.prefix[1])) best.prefix = [name, x];
       rows.push([
         name + (l === v.layer && h === v.head ? " (lines)" : ""),
         num(sc.previous[l][h]),
@@ -156,7 +160,17 @@ export function textHeads(v, data, changed, root) {
         " with one)",
     },
   };
-  return { views: m.views, state: state, readout: readout(best, sc, data.n) };
+  return {
+    views: m.views,
+    state: state,
+    readout:
+      readout(best, sc, data.n) +
+      " Lines (below the heatmaps): layer " +
+      v.layer +
+      ", head " +
+      v.head +
+      ".",
+  };
 }
 function num(x) {
   return x === null ? "n/a" : x;
@@ -164,14 +178,17 @@ function num(x) {
 function queries(k) {
   return k + (k === 1 ? " query" : " queries");
 }
+// the top previous-token head of each layer (chapter 10 names a head within its layer) and the
+// top prefix-matching head
 function readout(best, sc, n) {
-  var s = best.previous
-    ? "Previous token: " +
-      best.previous[0] +
-      " puts the most weight on the character " +
-      "just before (" +
-      fmt(best.previous[1]) +
-      " on average). "
+  var s = best.previous[0]
+    ? "Previous token, the most weight on the character just before (on average): " +
+      best.previous
+        .map(function (b, l) {
+          return "layer " + l + ", head " + b[0] + " (" + fmt(b[1]) + ")";
+        })
+        .join("; ") +
+      ". "
     : "One character: no previous-token score. ";
   if (!best.prefix) {
     return (
@@ -184,11 +201,11 @@ function readout(best, sc, n) {
   }
   return (
     s +
-    "Prefix matching: " +
-    best.prefix[0] +
-    " puts the most weight on what followed the last " +
+    "Prefix matching, the most weight on what followed the last " +
     n +
-    " characters when they came before (" +
+    " characters where they came before: " +
+    best.prefix[0] +
+    " (" +
     fmt(best.prefix[1]) +
     " over " +
     queries(sc.matches) +
