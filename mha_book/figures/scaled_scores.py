@@ -181,10 +181,14 @@ def _sequence_view(b, n, causal, pad_queries, fill):
     lens = (n, 5) if b == 0 else (5, n)
     w = mask_weights(*lens, causal, pad_queries, fill)[b]  # (5, 5)
     tokens = [t if j < n else "<pad>" for j, t in enumerate(SENTENCES[b])]
-    return heatmap(w, tokens, tokens, numbers=True,
+    view = heatmap(w, tokens, tokens, numbers=True,
                    caption=f"Sequence {b}, valid_len {n}" + (", causal" if causal else ""),
                    axes="rows: queries, columns: keys"
                    + ("; crossed cells: NaN" if w.isnan().any() else ""))
+    # cells of 26 px, not 38: on a phone the two heatmaps stack, and sequence 1's must start
+    # on the screen below the controls and the readout (its len1 slider changes only it)
+    view["cell_max"] = 26
+    return view
 
 
 def mask_state(len0, len1, causal, pad_queries, fill):
